@@ -1,0 +1,26 @@
+"""zoo: a configurable Transformer component zoo for variant comparison.
+
+Shape legend used in comments and docstrings throughout the package:
+B batch, S source length, T target length, L either, D d_model, H heads, Dh head dim (D / H),
+F feed-forward width (d_ff), V vocabulary.
+
+Public API:
+    load_spec(name_or_path, overrides) -> ModelSpec     build(spec_or_name, seed) -> Seq2Seq
+    transplant(model, spec) -> Seq2Seq                  equivalence(spec_a, spec_b, seed) -> Verdict
+    registry (slot -> name -> implementation)           masks.build(convention, src, tgt_in, pad_id)
+"""
+
+from zoo import masks
+from zoo.build import build
+from zoo.equivalence import Verdict, equivalence, transplant
+from zoo.errors import IncompatibleComponents, NotExpressible, NotTransplantable, RegistryError, SpecError, ZooError
+from zoo.presets import preset_names
+from zoo.registry import register, registry
+from zoo.spec import ModelSpec, load_spec
+
+__all__ = [
+    "IncompatibleComponents", "ModelSpec", "NotExpressible", "NotTransplantable", "RegistryError", "SpecError",
+    "Verdict", "ZooError", "build", "equivalence", "load_spec", "masks", "preset_names", "register", "registry",
+    "transplant",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,81 @@
+"""Slot `init`: how parameters are initialised after the model is assembled.
+
+Initialisation runs after construction, under the build seed, in the order of
+`model.named_parameters()`, so two specs with the same parameter layout get identical weights
+whatever their module classes (e.g. `sdpa` and `matmul` attention).
+"""
+
+from __future__ import annotations
+
+import torch
+from pydantic import Field
+from torch import nn
+
+from zoo.registry import SlotParams, register, registry
+
+
+class InitParams(SlotParams):
+    identical_layers: bool = Field(
+        False,
+        description="every layer of a stack starts as a copy of the first, as copy.deepcopy of one initialised "
+        "layer gives (000, and 002 through nn.TransformerEncoder/Decoder)",
+    )
+
+
+class Initializer:
+    """Base class: `__call__(model)` initialises every parameter in place."""
+
+    def __init__(self, params: InitParams):
+        self.params = params
+
+    def __call__(self, model: nn.Module) -> None:
+        with torch.no_grad():
+            self.initialize(model)
+            _zero_padding_rows(model)
+            if self.params.identical_layers:
+                for stack in (model.encoder.layers, model.decoder.layers):
+                    for layer in stack[1:]:
+                        layer.load_state_dict(stack[0].state_dict())
+
+    def initialize(self, model: nn.Module) -> None:
+        raise NotImplementedError
+
+
+registry.define_slot("init", base=Initializer, default="torch-default", doc="parameter initialisation")
+
+
+def _torch_defaults(model: nn.Module) -> None:
+    for module in model.modules():
+        reset = getattr(module, "reset_parameters", None)
+        if callable(reset) and module is not model:
+            reset()
+
+
+def _zero_padding_rows(model: nn.Module) -> None:
+    """nn.Embedding(padding_idx=...) promises a zero pad row; keep that promise after any init."""
+    for module in model.modules():
+        if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+            module.weight[module.padding_idx].zero_()
+
+
+@register("init", "torch-default", params=InitParams)
+class TorchDefault(Initializer):
+    """Each module's own PyTorch initialisation (000-002): kaiming-uniform Linear/Conv1d, N(0, 1) embeddings."""
+
+    def initialize(self, model: nn.Module) -> None:
+        _torch_defaults(model)
+
+
+@register("init", "xavier-uniform", params=InitParams)
+class XavierUniform(Initializer):
+    """PyTorch defaults, then xavier_uniform_ on every parameter with more than one dimension (003, 004).
+
+    Embedding tables count (they are 2-D), biases and norm gains keep their defaults: 004's text says
+    "all biases are initialized with 0", but its code leaves them at PyTorch's default, as here.
+    """
+
+    def initialize(self, model: nn.Module) -> None:
+        _torch_defaults(model)
+        for param in model.parameters():  # deduplicated: a tied table is initialised once
+            if param.dim() > 1:
+                nn.init.xavier_uniform_(param)

@@ -1,0 +1,68 @@
+"""Slot `norm`: the normalisation used by residual wrappers, final norms and the optional input norm.
+
+Shape: (..., D) -> (..., D) for every implementation.
+"""
+
+from __future__ import annotations
+
+import torch
+from pydantic import Field
+from torch import nn
+
+from zoo.registry import SlotParams, register, registry
+
+
+class Norm(nn.Module):
+    """Base class: normalises over the last dimension."""
+
+    def __init__(self, dim: int, params: SlotParams):
+        super().__init__()
+
+
+registry.define_slot("norm", base=Norm, default="layernorm", doc="normalisation over the model dimension")
+
+
+class LayerNormParams(SlotParams):
+    eps: float = Field(1e-5, gt=0, description="added to the variance inside the square root")
+
+
+@register("norm", "layernorm", params=LayerNormParams)
+class LayerNorm(Norm):
+    """torch.nn.LayerNorm: biased variance, eps inside the square root (000-003, torch.nn.Transformer)."""
+
+    def __init__(self, dim: int, params: LayerNormParams):
+        super().__init__(dim, params)
+        self.norm = nn.LayerNorm(dim, eps=params.eps)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x)
+
+    def canonical_state(self) -> dict[str, torch.Tensor]:
+        return {"weight": self.norm.weight, "bias": self.norm.bias}
+
+
+class AnnotatedLayerNormParams(SlotParams):
+    eps: float = Field(1e-6, gt=0, description="added to the standard deviation")
+
+
+@register("norm", "layernorm-annotated", params=AnnotatedLayerNormParams)
+class AnnotatedLayerNorm(Norm):
+    """The Annotated Transformer's LayerNorm (004): unbiased std, eps added to the std, not the variance."""
+
+    def __init__(self, dim: int, params: AnnotatedLayerNormParams):
+        super().__init__(dim, params)
+        self.eps = params.eps
+        self.weight = nn.Parameter(torch.ones(dim))  # 004 calls these gamma and beta
+        self.bias = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mean = x.mean(-1, keepdim=True)
+        std = x.std(-1, keepdim=True)  # unbiased (N - 1), as torch.std defaults to
+        return self.weight * (x - mean) / (std + self.eps) + self.bias
+
+    def reset_parameters(self) -> None:
+        nn.init.ones_(self.weight)
+        nn.init.zeros_(self.bias)
+
+    def canonical_state(self) -> dict[str, torch.Tensor]:
+        return {"weight": self.weight, "bias": self.bias}

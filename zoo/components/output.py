@@ -1,0 +1,77 @@
+"""Slot `output`: the projection to the target vocabulary and what the model returns.
+
+Shape: (B, T, D) -> (B, T, V) scores: logits, log-probabilities or probabilities per `kind`.
+With `embedding.sharing = "all"` the projection's weight is the target embedding table.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from pydantic import Field
+from torch import nn
+
+from zoo.registry import SlotParams, register, registry
+
+
+class OutputParams(SlotParams):
+    bias: bool = Field(True, description="bias on the vocabulary projection (001 has none)")
+
+
+class OutputHead(nn.Module):
+    """Base class: a (V, D) projection, optionally tied to an embedding table, then `scores`."""
+
+    def __init__(self, d_model: int, vocab: int, params: OutputParams, tied_weight: nn.Parameter | None = None):
+        super().__init__()
+        self.proj = nn.Linear(d_model, vocab, bias=params.bias)
+        if tied_weight is not None:
+            self.proj.weight = tied_weight
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.scores(self.proj(x))  # (B, T, V)
+
+    def scores(self, logits: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def log_probs(self, scores: torch.Tensor) -> torch.Tensor:
+        """Log-probabilities from what `forward` returned, for losses, decoding and equivalence."""
+        raise NotImplementedError
+
+    def canonical_state(self) -> dict[str, torch.Tensor]:
+        return dict(self.proj.named_parameters())
+
+
+registry.define_slot("output", base=OutputHead, default="logits", doc="vocabulary projection and output scores")
+
+
+@register("output", "logits", params=OutputParams)
+class Logits(OutputHead):
+    """Unnormalised scores (002, 003, torch.nn.Transformer users); the loss applies log-softmax."""
+
+    def scores(self, logits: torch.Tensor) -> torch.Tensor:
+        return logits
+
+    def log_probs(self, scores: torch.Tensor) -> torch.Tensor:
+        return F.log_softmax(scores.float(), dim=-1)
+
+
+@register("output", "log-softmax", params=OutputParams)
+class LogSoftmax(OutputHead):
+    """Log-probabilities (000, 004), trained with KL-divergence / NLL."""
+
+    def scores(self, logits: torch.Tensor) -> torch.Tensor:
+        return F.log_softmax(logits, dim=-1)
+
+    def log_probs(self, scores: torch.Tensor) -> torch.Tensor:
+        return scores.float()
+
+
+@register("output", "softmax", params=OutputParams)
+class Softmax(OutputHead):
+    """Probabilities (001 ends in nn.Softmax); log of them underflows to -inf for tiny probabilities."""
+
+    def scores(self, logits: torch.Tensor) -> torch.Tensor:
+        return F.softmax(logits, dim=-1)
+
+    def log_probs(self, scores: torch.Tensor) -> torch.Tensor:
+        return torch.log(scores.float())

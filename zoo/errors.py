@@ -1,0 +1,32 @@
+"""Every error a user can cause is a ZooError: the CLI prints its message on one line and exits 2."""
+
+
+class ZooError(Exception):
+    """Base class for errors caused by user input (specs, presets, overrides, pairings)."""
+
+
+class SpecError(ZooError, ValueError):
+    """A spec, preset name or override is invalid; the message names the field and what is allowed."""
+
+
+class RegistryError(ZooError, KeyError):
+    """A registry lookup or registration failed (unknown slot or name, duplicate name, wrong base class)."""
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class IncompatibleComponents(SpecError):
+    """Two components cannot be combined (e.g. an attention kind that cannot honour a mask convention)."""
+
+
+class NotTransplantable(ZooError):
+    """Weights cannot be mapped from one layout into another; `parameters` names those without a counterpart."""
+
+    def __init__(self, message: str, parameters: list[str] | None = None):
+        super().__init__(message)
+        self.parameters = list(parameters or [])
+
+
+class NotExpressible(ZooError):
+    """A spec cannot be expressed with torch.nn.Transformer; the message says which choice prevents it."""

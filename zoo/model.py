@@ -1,0 +1,122 @@
+"""The encoder-decoder skeleton. It knows no variant: every choice arrives as a built component.
+
+Shapes: src (B, S) and tgt_in (B, T) token ids; memory (B, S, D); scores (B, T, V).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from zoo.components.masks import AttentionMask, MaskConvention
+
+Tensor = torch.Tensor
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention then feed-forward, each inside its residual wrapper."""
+
+    def __init__(self, self_attn: nn.Module, ffn: nn.Module, res_attn: nn.Module, res_ffn: nn.Module):
+        super().__init__()
+        self.self_attn, self.ffn = self_attn, ffn
+        self.res_attn, self.res_ffn = res_attn, res_ffn
+
+    def forward(self, x: Tensor, mask: AttentionMask) -> Tensor:  # (B, S, D) -> (B, S, D)
+        x = self.res_attn(x, lambda h: self.self_attn(h, h, mask))
+        return self.res_ffn(x, self.ffn)
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention over the memory, then feed-forward.
+
+    `self_attn` and `cross_attn` (and `res_self` and `res_cross`) may be one shared module (001).
+    """
+
+    def __init__(self, self_attn: nn.Module, cross_attn: nn.Module, ffn: nn.Module,
+                 res_self: nn.Module, res_cross: nn.Module, res_ffn: nn.Module):
+        super().__init__()
+        self.self_attn, self.cross_attn, self.ffn = self_attn, cross_attn, ffn
+        self.res_self, self.res_cross, self.res_ffn = res_self, res_cross, res_ffn
+
+    def forward(self, x: Tensor, memory: Tensor, self_mask: AttentionMask, cross_mask: AttentionMask) -> Tensor:
+        x = self.res_self(x, lambda h: self.self_attn(h, h, self_mask))  # (B, T, D)
+        x = self.res_cross(x, lambda h: self.cross_attn(h, memory, cross_mask))  # (B, T, D) attends (B, S, D)
+        return self.res_ffn(x, self.ffn)
+
+
+class Encoder(nn.Module):
+    def __init__(self, layers: list[EncoderLayer], final_norm: nn.Module | None):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.final_norm = final_norm
+
+    def forward(self, x: Tensor, mask: AttentionMask) -> Tensor:
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.final_norm(x) if self.final_norm is not None else x
+
+
+class Decoder(nn.Module):
+    def __init__(self, layers: list[DecoderLayer], final_norm: nn.Module | None):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.final_norm = final_norm
+
+    def forward(self, x: Tensor, memory: Tensor, self_mask: AttentionMask, cross_mask: AttentionMask) -> Tensor:
+        for layer in self.layers:
+            x = layer(x, memory, self_mask, cross_mask)
+        return self.final_norm(x) if self.final_norm is not None else x
+
+
+class Embedder(nn.Module):
+    """Token embedding, then positions (+ dropout), then an optional norm (000's LayerNorm)."""
+
+    def __init__(self, tokens: nn.Module, positions: nn.Module, norm: nn.Module | None):
+        super().__init__()
+        self.tokens, self.positions, self.norm = tokens, positions, norm
+
+    def forward(self, ids: Tensor, offset: int = 0) -> Tensor:  # (B, L) -> (B, L, D)
+        x = self.positions(self.tokens(ids), ids, offset)
+        return self.norm(x) if self.norm is not None else x
+
+
+class Seq2Seq(nn.Module):
+    """Encoder-decoder Transformer, batch first: `forward(src, tgt_in) -> (B, T, V)` scores.
+
+    What the scores are (logits, log-probabilities, probabilities) follows `spec.output.kind`;
+    `log_probs(scores)` turns any of them into log-probabilities.
+    """
+
+    def __init__(self, spec, src_embed: Embedder, tgt_embed: Embedder, encoder: Encoder, decoder: Decoder,
+                 output: nn.Module, masks: MaskConvention):
+        super().__init__()
+        self.spec = spec
+        self.src_embed, self.tgt_embed = src_embed, tgt_embed
+        self.encoder, self.decoder = encoder, decoder
+        self.output = output
+        self.masks = masks
+
+    @property
+    def pad_id(self) -> int:
+        return self.spec.pad_id
+
+    def encode(self, src: Tensor) -> Tensor:
+        """(B, S) token ids -> memory (B, S, D)."""
+        enc_mask, _, _ = self.masks.build(src, None, self.pad_id).for_attention()
+        return self.encoder(self.src_embed(src), enc_mask)
+
+    def decode(self, tgt_in: Tensor, memory: Tensor, src: Tensor) -> Tensor:
+        """(B, T) target prefix, memory (B, S, D), src (B, S) for its padding -> scores (B, T, V)."""
+        _, self_mask, cross_mask = self.masks.build(src, tgt_in, self.pad_id).for_attention()
+        return self.output(self.decoder(self.tgt_embed(tgt_in), memory, self_mask, cross_mask))
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        enc_mask, self_mask, cross_mask = self.masks.build(src, tgt_in, self.pad_id).for_attention()
+        memory = self.encoder(self.src_embed(src), enc_mask)  # (B, S, D)
+        return self.output(self.decoder(self.tgt_embed(tgt_in), memory, self_mask, cross_mask))  # (B, T, V)
+
+    def log_probs(self, scores: Tensor) -> Tensor:
+        return self.output.log_probs(scores)
+
+    def num_parameters(self, trainable: bool = True) -> int:
+        return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable)

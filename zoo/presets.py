@@ -1,0 +1,53 @@
+"""Named presets: the TOML files in the repository's `registry/` folder.
+
+After `pip install .` they are package data of `zoo.presets`; in a source checkout they are read
+from `registry/` beside the package. `ZOO_PRESETS` (a folder) adds the user's own presets.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from zoo.errors import SpecError
+
+
+def preset_dirs() -> list[Path]:
+    dirs = []
+    if os.environ.get("ZOO_PRESETS"):
+        dirs.append(Path(os.environ["ZOO_PRESETS"]))
+    source_tree = Path(__file__).resolve().parent.parent / "registry"
+    if source_tree.is_dir():
+        dirs.append(source_tree)
+    try:
+        packaged = Path(str(resources.files("zoo.presets")))
+        if packaged.is_dir() and packaged not in dirs:
+            dirs.append(packaged)
+    except ModuleNotFoundError:
+        pass
+    return dirs
+
+
+def preset_paths() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for folder in reversed(preset_dirs()):  # earlier folders win
+        for path in sorted(folder.glob("*.toml")):
+            found[path.stem] = path
+    return dict(sorted(found.items()))
+
+
+def preset_names() -> list[str]:
+    return list(preset_paths())
+
+
+def preset_data(name: str) -> dict[str, Any]:
+    paths = preset_paths()
+    if name not in paths:
+        raise SpecError(
+            f"unknown preset {name!r} (and no such spec file); presets: {', '.join(paths) or 'none found'}"
+        )
+    with paths[name].open("rb") as handle:
+        return tomllib.load(handle)

@@ -1,0 +1,260 @@
+"""ModelSpec: the pydantic-validated description of one model, and load_spec to read one.
+
+Each component slot is a table whose discriminator (`kind`, or `convention` for `mask`) names a
+registered implementation; its other keys are validated against that implementation's own params
+model. Components registered after import are picked up: nothing here lists them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsAny, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
+
+from zoo import components  # noqa: F401  (registers every built-in component)
+from zoo.errors import IncompatibleComponents, RegistryError, SpecError
+from zoo.registry import SlotParams, registry
+
+SLOTS = ("residual", "norm", "ffn", "attention", "mask", "embedding", "positional", "output", "init")
+
+
+def _slot_validator(slot: str):
+    def validate(value: Any) -> SlotParams:
+        if isinstance(value, SlotParams):
+            value = value.model_dump()
+        if value is None:
+            value = {}
+        if not isinstance(value, dict):
+            raise PydanticCustomError("zoo_slot", "{slot}: expected a table of options, got {value!r}", {"slot": slot, "value": value})
+        key = registry.slot(slot).key
+        name = value.get(key, registry.slot(slot).default)
+        try:
+            entry = registry.get(slot, name)
+        except RegistryError as err:
+            raise PydanticCustomError("zoo_slot", str(err)) from None
+        try:
+            return entry.config.model_validate({**value, key: name})
+        except ValidationError as err:
+            message = "; ".join(_describe(e, prefix=(slot,), fields=entry.config.model_fields) for e in err.errors())
+            raise PydanticCustomError("zoo_slot", message.replace("{", "{{").replace("}", "}}")) from None
+
+    return validate
+
+
+def _slot_field(slot: str):
+    return Annotated[SerializeAsAny[SlotParams], BeforeValidator(_slot_validator(slot))]
+
+
+class ModelSpec(BaseModel):
+    """A complete encoder-decoder Transformer: sizes plus one chosen implementation per slot."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = "custom"
+    description: str = ""
+    notes: str = Field("", description="how the preset reproduces its source, and what it could not")
+    d_model: int = Field(512, gt=0)
+    n_heads: int = Field(8, gt=0)
+    d_ff: int = Field(2048, gt=0)
+    encoder_layers: int = Field(6, gt=0)
+    decoder_layers: int = Field(6, gt=0)
+    dropout: float = Field(0.1, ge=0, lt=1)
+    src_vocab: int = Field(32000, gt=0)
+    tgt_vocab: int = Field(32000, gt=0)
+    pad_id: int = Field(0, ge=0)
+
+    residual: _slot_field("residual") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
+    norm: _slot_field("norm") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
+    ffn: _slot_field("ffn") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
+    attention: _slot_field("attention") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
+    mask: _slot_field("mask") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
+    embedding: _slot_field("embedding") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
+    positional: _slot_field("positional") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
+    output: _slot_field("output") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
+    init: _slot_field("init") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ModelSpec":
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model: {self.d_model} is not divisible by n_heads = {self.n_heads}")
+        sharing = self.embedding.sharing
+        if sharing != "none" and self.src_vocab != self.tgt_vocab:
+            raise ValueError(
+                f'embedding.sharing: "{sharing}" needs src_vocab == tgt_vocab (got {self.src_vocab} and {self.tgt_vocab}); '
+                'use sharing = "none" or equal vocabularies'
+            )
+        if sharing == "all" and self.embedding.extra_rows:
+            raise ValueError('embedding.extra_rows: must be 0 with sharing = "all" (the output projection has tgt_vocab rows)')
+        if self.pad_id >= min(self.src_vocab, self.tgt_vocab):
+            raise ValueError(f"pad_id: {self.pad_id} is outside the vocabulary (src_vocab {self.src_vocab}, tgt_vocab {self.tgt_vocab})")
+        check_compatible(self)
+        return self
+
+    # -- derived values ------------------------------------------------------------------------
+    def rate(self, slot: str) -> float:
+        """The dropout rate a slot uses: its own `dropout` if set, else the spec's."""
+        own = getattr(getattr(self, slot), "dropout", None)
+        return self.dropout if own is None else own
+
+    def impl(self, slot: str) -> type:
+        value = getattr(self, slot)
+        return registry.get(slot, getattr(value, registry.slot(slot).key)).impl
+
+    def digest(self) -> str:
+        """Stable 12-hex-digit hash of everything that defines the model (not name/description/notes)."""
+        payload = self.model_dump(mode="json", exclude={"name", "description", "notes"})
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+    def with_overrides(self, overrides: dict[str, Any]) -> "ModelSpec":
+        return validate_spec(apply_overrides(self.model_dump(mode="json"), overrides), source=self.name)
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The schema with each slot as a oneOf over its registered implementations' options."""
+        schema = super().model_json_schema(*args, **kwargs)
+        for slot in SLOTS:
+            key = registry.slot(slot).key
+            variants = []
+            for name in registry.names(slot):
+                sub = registry.get(slot, name).config.model_json_schema()
+                schema.setdefault("$defs", {}).update(sub.pop("$defs", {}))
+                variants.append(sub)
+            schema["properties"][slot] = {
+                "title": slot.capitalize(),
+                "description": registry.slot(slot).doc,
+                "oneOf": variants,
+                "discriminator": {"propertyName": key},
+            }
+        return schema
+
+
+def check_compatible(spec: ModelSpec) -> None:
+    """Refuse pairings a component declares it cannot honour, instead of computing something else."""
+    attention, mask = spec.impl("attention"), spec.impl("mask")
+    if mask.rezero and not attention.supports_rezero:
+        raise IncompatibleComponents(
+            f"attention.kind: {spec.attention.kind!r} cannot honour mask.convention {spec.mask.convention!r} "
+            "(it cannot zero blocked weights after the softmax); use attention.kind 'sdpa' or 'matmul'"
+        )
+
+
+# -- errors ----------------------------------------------------------------------------------------
+def _describe(error: dict[str, Any], prefix: tuple = (), fields: dict[str, Any] | None = None) -> str:
+    loc = ".".join(str(p) for p in (*prefix, *error["loc"]))
+    if error["type"] == "zoo_slot":
+        return error["msg"]
+    if error["type"] == "extra_forbidden":
+        name = str(error["loc"][-1])
+        close = difflib.get_close_matches(name, list(fields or {}), n=1, cutoff=0.6)
+        hint = f"; did you mean {'.'.join(str(p) for p in (*prefix, *error['loc'][:-1], close[0]))!r}?" if close else ""
+        valid = ", ".join(sorted(fields or {}))
+        return f"{loc}: unknown key{hint} (valid keys: {valid})"
+    message = error["msg"]
+    if message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+        return message if message.split(":")[0].strip() else f"{loc}: {message}"
+    return f"{loc}: {message} (got {error.get('input')!r})" if loc else message
+
+
+def format_validation_error(err: ValidationError, source: str = "") -> str:
+    where = f"{source}: " if source else ""
+    return where + "; ".join(_describe(e, fields=ModelSpec.model_fields) for e in err.errors())
+
+
+def validate_spec(data: dict[str, Any], source: str = "") -> ModelSpec:
+    try:
+        return ModelSpec.model_validate(data)
+    except ValidationError as err:
+        raise SpecError(format_validation_error(err, source)) from None
+
+
+# -- reading ---------------------------------------------------------------------------------------
+def read_spec_file(path: Path) -> dict[str, Any]:
+    """Parse a TOML, YAML or JSON spec file into a dict (not yet validated)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise SpecError(f"{path}: cannot read spec file ({err.strerror})") from None
+    try:
+        if path.suffix == ".toml":
+            data = tomllib.loads(text)
+        elif path.suffix in (".yaml", ".yml"):
+            data = yaml.safe_load(text)
+        elif path.suffix == ".json":
+            data = json.loads(text)
+        else:
+            raise SpecError(f"{path}: unknown spec format {path.suffix!r}; use .toml, .yaml, .yml or .json")
+    except (tomllib.TOMLDecodeError, yaml.YAMLError, json.JSONDecodeError) as err:
+        raise SpecError(f"{path}: not valid {path.suffix.lstrip('.').upper()}: {err}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: a spec file must hold a table of fields, not {type(data).__name__}")
+    return data
+
+
+def parse_value(text: str) -> Any:
+    """A CLI override value: TOML scalar or array syntax (1, 0.1, true, "x", [..]) or a bare string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def parse_assignments(items: list[str] | None) -> dict[str, Any]:
+    """['ffn.kind=conv1d', 'd_model=128'] -> {'ffn.kind': 'conv1d', 'd_model': 128}."""
+    overrides: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SpecError(f"--set {item!r}: expected KEY=VALUE, e.g. --set ffn.kind=conv1d")
+        overrides[key.strip()] = parse_value(value.strip())
+    return overrides
+
+
+def _is_switch(dotted: str) -> bool:
+    parts = dotted.split(".")
+    return len(parts) == 2 and parts[0] in SLOTS and parts[1] == registry.slot(parts[0]).key
+
+
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any] | None) -> dict[str, Any]:
+    """Set dotted keys ('ffn.kind') in a nested spec dict; a copy is returned.
+
+    Switching a slot's implementation (`attention.kind=torch-mha`) drops the options the new
+    implementation does not have; switches apply first, so options given with them are kept.
+    """
+    data = json.loads(json.dumps(data))
+    ordered = sorted((overrides or {}).items(), key=lambda item: not _is_switch(item[0]))
+    for dotted, value in ordered:
+        parts = dotted.split(".")
+        node = data
+        for i, part in enumerate(parts[:-1]):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise SpecError(f"{dotted}: {'.'.join(parts[: i + 1])} is a value, not a table of options")
+            node = child
+        if _is_switch(dotted) and value in registry.names(parts[0]):
+            accepted = set(registry.get(parts[0], value).config.model_fields)
+            for stale in [key for key in node if key not in accepted]:
+                del node[stale]
+        node[parts[-1]] = value
+    return data
+
+
+def load_spec(name_or_path: str | Path | ModelSpec, overrides: dict[str, Any] | None = None) -> ModelSpec:
+    """A preset name ('paper-base') or a spec file path, with dotted overrides applied, validated."""
+    from zoo.presets import preset_data
+
+    if isinstance(name_or_path, ModelSpec):
+        return name_or_path.with_overrides(overrides or {}) if overrides else name_or_path
+    path = Path(name_or_path)
+    if path.suffix in (".toml", ".yaml", ".yml", ".json") or path.exists():
+        data, source = read_spec_file(path), str(path)
+    else:
+        data, source = preset_data(str(name_or_path)), str(name_or_path)
+    return validate_spec(apply_overrides(data, overrides), source=source)
