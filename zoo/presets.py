@@ -1,11 +1,12 @@
 """Named presets: the TOML files in the repository's `registry/` folder.
 
-After `pip install .` they are package data of `zoo.presets`; in a source checkout they are read
+After `pip install .` they are package data of `zoo._registry`; in a source checkout they are read
 from `registry/` beside the package. `ZOO_PRESETS` (a folder) adds the user's own presets.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from importlib import resources
@@ -23,10 +24,10 @@ def preset_dirs() -> list[Path]:
     if source_tree.is_dir():
         dirs.append(source_tree)
     try:
-        packaged = Path(str(resources.files("zoo.presets")))
+        packaged = Path(str(resources.files("zoo._registry")))
         if packaged.is_dir() and packaged not in dirs:
             dirs.append(packaged)
-    except ModuleNotFoundError:
+    except (ModuleNotFoundError, TypeError):
         pass
     return dirs
 
@@ -46,8 +47,10 @@ def preset_names() -> list[str]:
 def preset_data(name: str) -> dict[str, Any]:
     paths = preset_paths()
     if name not in paths:
+        close = difflib.get_close_matches(name, list(paths), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
         raise SpecError(
-            f"unknown preset {name!r} (and no such spec file); presets: {', '.join(paths) or 'none found'}"
+            f"unknown preset {name!r} (and no such spec file){hint}; presets: {', '.join(paths) or 'none found'}"
         )
     with paths[name].open("rb") as handle:
         return tomllib.load(handle)

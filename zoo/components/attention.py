@@ -169,6 +169,11 @@ class TorchMultiheadAttention(Attention):
         super().__init__(d_model, n_heads, params, dropout)
         self.mha = nn.MultiheadAttention(d_model, n_heads, dropout=dropout, batch_first=True)
 
+    def reset_parameters(self) -> None:
+        """As nn.MultiheadAttention.__init__ does: out_proj's Linear init, then xavier in_proj, zero biases."""
+        self.mha.out_proj.reset_parameters()
+        self.mha._reset_parameters()
+
     def forward(self, query: Tensor, key_value: Tensor, mask: AttentionMask | None) -> Tensor:
         attn_mask = None
         if mask is not None:  # (B, 1, Lq, Lk) -> (B * H, Lq, Lk), True = blocked or additive

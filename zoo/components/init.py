@@ -44,11 +44,14 @@ class Initializer:
 registry.define_slot("init", base=Initializer, default="torch-default", doc="parameter initialisation")
 
 
-def _torch_defaults(model: nn.Module) -> None:
-    for module in model.modules():
-        reset = getattr(module, "reset_parameters", None)
-        if callable(reset) and module is not model:
+def _torch_defaults(module: nn.Module) -> None:
+    """Call each module's own `reset_parameters`; a module that has one initialises its children."""
+    for child in module.children():
+        reset = getattr(child, "reset_parameters", None)
+        if callable(reset):
             reset()
+        else:
+            _torch_defaults(child)
 
 
 def _zero_padding_rows(model: nn.Module) -> None:
