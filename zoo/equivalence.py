@@ -125,12 +125,14 @@ def random_batch(spec: ModelSpec, generator: torch.Generator, batch: int = 6, ma
 
 
 def genericize(model: nn.Module, generator: torch.Generator, scale: float = 0.1) -> None:
-    """Perturb every weight so that coincidences of initialisation (unit norm gains, zero biases,
-    identical layers) cannot make two different functions agree."""
+    """Perturb every weight by noise of `scale` times its own mean magnitude (1 for all-zero
+    biases), so that coincidences of initialisation (unit norm gains, zero biases, identical
+    layers) cannot make two different functions agree, while activations keep their scale."""
     with torch.no_grad():
         for param in model.parameters():
+            magnitude = param.abs().mean().item() or 1.0
             noise = torch.randn(param.shape, generator=generator, dtype=param.dtype)
-            param.add_(noise * scale)
+            param.add_(noise * (scale * magnitude))
 
 
 def equivalence(spec_a: ModelSpec | str | Path, spec_b: ModelSpec | str | Path, seed: int = 0, *,

@@ -1,0 +1,55 @@
+"""Shared helpers: tiny specs and random right-padded batches.
+
+`tiny(name, **overrides)` shrinks a preset to d_model 32, 4 heads, d_ff 64, 2 + 2 layers and a
+40-token vocabulary on both sides (paper-base ties its embeddings, so src_vocab must equal
+tgt_vocab). Dotted overrides are passed as `tiny(**{"ffn.kind": "conv1d"})`.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import zoo
+from zoo.equivalence import random_batch
+
+VOCAB = 40
+TINY = {
+    "d_model": 32,
+    "n_heads": 4,
+    "d_ff": 64,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "src_vocab": VOCAB,
+    "tgt_vocab": VOCAB,
+}
+
+# Slots whose implementations are nn.Modules inside the model (mask and init are not).
+MODULE_SLOTS = ("attention", "ffn", "norm", "residual", "positional", "output", "embedding")
+
+
+def make_tiny(name: str = "paper-base", **overrides) -> zoo.ModelSpec:
+    """A small version of preset `name`; `overrides` (dotted keys allowed) win over the tiny sizes."""
+    return zoo.load_spec(name, {**TINY, **overrides})
+
+
+def make_batch(spec: zoo.ModelSpec, seed: int = 0, batch: int = 4, max_len: int = 7,
+               fully_padded_rows: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random right-padded (src, tgt_in) for `spec`; the first row is full length."""
+    generator = torch.Generator().manual_seed(seed)
+    return random_batch(spec, generator, batch=batch, max_len=max_len, fully_padded_rows=fully_padded_rows)
+
+
+def switch(slot: str, name: str) -> dict[str, str]:
+    """The override that selects implementation `name` for `slot` ('kind', or 'convention' for masks)."""
+    return {f"{slot}.{zoo.registry.slot(slot).key}": name}
+
+
+@pytest.fixture
+def tiny():
+    return make_tiny
+
+
+@pytest.fixture
+def batch():
+    return make_batch

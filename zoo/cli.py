@@ -1,0 +1,193 @@
+"""The `zoo` command. Every user error is one line on stderr and exit code 2; `zoo equiv` exits 1
+when the two specs are not equivalent."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from zoo import __version__
+from zoo.build import build
+from zoo.equivalence import equivalence
+from zoo.errors import ZooError
+from zoo.presets import preset_names
+from zoo.registry import registry
+from zoo.spec import ModelSpec, load_spec, parse_assignments
+from zoo.summary import diff, flatten, parameter_breakdown
+
+console = Console()
+errors = Console(stderr=True)
+
+
+def _spec(name: str, assignments: list[str] | None) -> ModelSpec:
+    return load_spec(name, parse_assignments(assignments))
+
+
+def _options(entry) -> str:
+    key = registry.slot(entry.slot).key
+    fields = {k: f for k, f in entry.config.model_fields.items() if k != key}
+    return ", ".join(f"{k}={f.default!r}" if f.default is not None or not f.is_required() else k for k, f in fields.items())
+
+
+def _supports(entry) -> str:
+    impl = entry.impl
+    if entry.slot == "attention":
+        return ", ".join(f"{label}: {'yes' if getattr(impl, attr) else 'no'}" for label, attr in
+                         (("rezero masks", "supports_rezero"), ("incremental", "supports_incremental")))
+    if entry.slot == "mask":
+        fill = "-inf" if impl.fill == float("-inf") else f"{impl.fill:g}"
+        return f"writeup {impl.writeup}, fill {fill}" + (", re-zeroes" if impl.rezero else "")
+    return ""
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    pattern = args.pattern or "*"
+    entries = registry.entries(pattern)
+    if entries:
+        table = Table(title=f"Components matching {pattern!r}", title_justify="left")
+        for column in ("component", "what it is", "options (defaults)", "supports"):
+            table.add_column(column, overflow="fold")
+        for entry in entries:
+            table.add_row(entry.qualified, entry.doc, _options(entry), _supports(entry))
+        console.print(table)
+    import fnmatch
+
+    presets = [n for n in preset_names() if args.pattern is None or fnmatch.fnmatchcase(n, pattern)]
+    if presets:
+        table = Table(title="Presets (zoo show NAME)", title_justify="left")
+        table.add_column("preset")
+        table.add_column("digest")
+        table.add_column("description", overflow="fold")
+        for name in presets:
+            spec = load_spec(name)
+            table.add_row(name, spec.digest(), spec.description)
+        console.print(table)
+    if not entries and not presets:
+        raise ZooError(f"nothing matches {pattern!r}; try 'zoo list' or a pattern such as 'attention.*'")
+    return 0
+
+
+def _counts_table(spec: ModelSpec, title: str) -> Table:
+    model = build(spec, device="meta")
+    table = Table(title=title, title_justify="left")
+    table.add_column("component")
+    table.add_column("trainable parameters", justify="right")
+    for component, count in parameter_breakdown(model):
+        table.add_row(component, f"{count:,}")
+    table.add_row("[bold]total[/bold]", f"[bold]{model.num_parameters():,}[/bold]")
+    return table
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    spec = _spec(args.spec, args.set)
+    console.print(Panel(f"[bold]{spec.name}[/bold]  digest [cyan]{spec.digest()}[/cyan]\n{spec.description}", expand=False))
+    if args.diff:
+        other = _spec(args.diff, args.set_other)
+        rows = diff(spec, other)
+        table = Table(title=f"{spec.name} vs {other.name}: {len(rows)} field(s) differ", title_justify="left")
+        for column in ("field", spec.name, other.name):
+            table.add_column(column)
+        for field, a, b in rows:
+            table.add_row(field, json.dumps(a), json.dumps(b))
+        console.print(table)
+        a_count, b_count = build(spec, device="meta").num_parameters(), build(other, device="meta").num_parameters()
+        console.print(f"trainable parameters: {a_count:,} vs {b_count:,} ({b_count - a_count:+,})")
+        return 0
+    table = Table(title="Resolved spec", title_justify="left")
+    table.add_column("field")
+    table.add_column("value")
+    for field, value in flatten(spec).items():
+        table.add_row(field, json.dumps(value))
+    console.print(table)
+    console.print(_counts_table(spec, "Parameters per component"))
+    if spec.notes:
+        console.print(Panel(" ".join(spec.notes.split()), title="notes", title_align="left"))
+    return 0
+
+
+def cmd_equiv(args: argparse.Namespace) -> int:
+    shared = parse_assignments(args.set)
+    spec_a = load_spec(args.a, shared)
+    spec_b = load_spec(args.b, {**shared, **parse_assignments(args.set_b)})
+    with console.status("building, transplanting and comparing..."):
+        verdict = equivalence(spec_a, spec_b, seed=args.seed, tolerance=args.tolerance)
+    rows = diff(spec_a, spec_b)
+    changed = ", ".join(f"{f}: {json.dumps(a)} -> {json.dumps(b)}" for f, a, b in rows) or "no model-defining field differs"
+    style, word = ("green", "EQUIVALENT") if verdict.equivalent else ("red", "NOT EQUIVALENT")
+    console.print(Panel(
+        f"[bold {style}]{word}[/bold {style}]\n"
+        f"A = {spec_a.name} ({spec_a.digest()})   B = {spec_b.name} ({spec_b.digest()})\n"
+        f"B differs in: {changed}\n{verdict.reason}",
+        title="zoo equiv", title_align="left", expand=False,
+    ))
+    return 0 if verdict.equivalent else 1
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    print(json.dumps(ModelSpec.model_json_schema(), indent=2))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="zoo", description="A Transformer component zoo for variant comparison.")
+    top.add_argument("--version", action="version", version=f"zoo {__version__}")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("list", help="list registered components and presets", description="List registered components "
+                       "(slot.name) and presets; PATTERN is a shell-style wildcard, e.g. 'attention.*' or '*norm*'.")
+    p.add_argument("pattern", nargs="?", metavar="PATTERN")
+    p.set_defaults(run=cmd_list)
+
+    p = sub.add_parser("show", help="show a resolved spec, its parameters per component, or a diff",
+                       description="Show a resolved spec (preset name or spec file) with its digest and parameter "
+                       "count per component, or with --diff the fields in which another spec differs.")
+    p.add_argument("spec", metavar="SPEC", help="preset name or .toml/.yaml/.json spec file")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field, e.g. --set ffn.kind=conv1d")
+    p.add_argument("--diff", metavar="OTHER", help="compare against another preset or spec file")
+    p.add_argument("--set-other", action="append", metavar="KEY=VALUE", help="override a field of OTHER")
+    p.set_defaults(run=cmd_show)
+
+    p = sub.add_parser("equiv", help="decide whether two specs compute the same function",
+                       description="Build A, give it generic weights, transplant them into B's layout and compare "
+                       "log-probabilities in eval mode on random padded batches. Exit 0 if equivalent, 1 if not.")
+    p.add_argument("a", metavar="A")
+    p.add_argument("b", metavar="B")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field of both A and B")
+    p.add_argument("--set-b", action="append", metavar="KEY=VALUE", help="override a field of B only")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tolerance", type=float, default=1e-5, help="largest log-probability difference (default 1e-5)")
+    p.set_defaults(run=cmd_equiv)
+
+    p = sub.add_parser("schema", help="print the JSON schema of a model spec")
+    p.set_defaults(run=cmd_schema)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except ZooError as err:
+        errors.print(f"[bold red]zoo: error:[/bold red] {err}", highlight=False, soft_wrap=True)
+        return 2
+
+
+def run() -> Any:  # pragma: no cover - console entry point
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:  # `zoo schema | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
+    sys.exit(code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()
