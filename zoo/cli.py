@@ -52,7 +52,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     entries = registry.entries(pattern)
     if entries:
         table = Table(title=f"Components matching {pattern!r}", title_justify="left")
-        for column in ("component", "what it is", "options (defaults)", "supports"):
+        table.add_column("component", no_wrap=True)
+        for column in ("what it is", "options (defaults)", "supports"):
             table.add_column(column, overflow="fold")
         for entry in entries:
             table.add_row(entry.qualified, entry.doc, _options(entry), _supports(entry))
@@ -62,7 +63,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     presets = [n for n in preset_names() if args.pattern is None or fnmatch.fnmatchcase(n, pattern)]
     if presets:
         table = Table(title="Presets (zoo show NAME)", title_justify="left")
-        table.add_column("preset")
+        table.add_column("preset", no_wrap=True)
         table.add_column("digest")
         table.add_column("description", overflow="fold")
         for name in presets:
@@ -91,8 +92,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.diff:
         other = _spec(args.diff, args.set_other)
         rows = diff(spec, other)
-        table = Table(title=f"{spec.name} vs {other.name}: {len(rows)} field(s) differ", title_justify="left")
-        for column in ("field", spec.name, other.name):
+        console.print(f"{spec.name} vs {other.name}: {len(rows)} field(s) differ")
+        table = Table()
+        table.add_column("field", no_wrap=True)
+        for column in (spec.name, other.name):
             table.add_column(column)
         for field, a, b in rows:
             table.add_row(field, json.dumps(a), json.dumps(b))
@@ -101,7 +104,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print(f"trainable parameters: {a_count:,} vs {b_count:,} ({b_count - a_count:+,})")
         return 0
     table = Table(title="Resolved spec", title_justify="left")
-    table.add_column("field")
+    table.add_column("field", no_wrap=True)
     table.add_column("value")
     for field, value in flatten(spec).items():
         table.add_row(field, json.dumps(value))

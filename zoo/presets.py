@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import os
 import tomllib
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,9 @@ def preset_dirs() -> list[Path]:
     source_tree = Path(__file__).resolve().parent.parent / "registry"
     if source_tree.is_dir():
         dirs.append(source_tree)
-    try:
-        packaged = Path(str(resources.files("zoo._registry")))
-        if packaged.is_dir() and packaged not in dirs:
-            dirs.append(packaged)
-    except (ModuleNotFoundError, TypeError):
-        pass
+    packaged = Path(__file__).resolve().parent / "_registry"  # where `pip install .` puts registry/
+    if packaged.is_dir():
+        dirs.append(packaged)
     return dirs
 
 

@@ -84,6 +84,8 @@ def load_canonical(reference: nn.Module, canonical: dict[str, Tensor], mapping: 
         f"unmapped reference parameters: {sorted(set(params) - set(mapping))}; "
         f"entries naming no parameter: {sorted(set(mapping) - set(params))}"
     )
+    wanted = {s for sources in mapping.values() if sources is not None for s in sources}
+    assert wanted <= set(canonical), f"zoo has no weights named {sorted(wanted - set(canonical))}"
     read: set[tuple] = set()
     with torch.no_grad():
         for name, sources in mapping.items():

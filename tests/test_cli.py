@@ -1,0 +1,97 @@
+"""The `zoo` command: output, exit codes (0 ok / equivalent, 1 not equivalent, 2 user error), no tracebacks."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from zoo.cli import main
+
+TINY = ["--set", "d_model=32", "--set", "n_heads=4", "--set", "d_ff=48", "--set", "encoder_layers=1",
+        "--set", "decoder_layers=1", "--set", "src_vocab=30", "--set", "tgt_vocab=30"]
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list_shows_every_slot_and_preset(capsys):
+    code, out, _ = run(capsys, "list")
+    assert code == 0
+    for name in ("attention.sdpa", "ffn.conv1d", "mask.int-keep", "norm.layernorm-annotated", "residual.pre-norm",
+                 "embedding.lookup", "positional.sinusoidal", "output.softmax", "init.xavier-uniform"):
+        assert name in out
+    for preset in ("paper-base", "paper-big", "writeup-000", "writeup-004"):
+        assert preset in out
+
+
+def test_list_filters_with_wildcards(capsys):
+    code, out, _ = run(capsys, "list", "attention.*")
+    assert code == 0 and "attention.matmul" in out and "ffn.linear" not in out and "paper-base" not in out
+
+
+def test_list_with_no_match_is_a_user_error(capsys):
+    code, _, err = run(capsys, "list", "nothing.*")
+    assert code == 2 and "nothing matches" in err
+
+
+def test_show_prints_resolved_spec_counts_and_notes(capsys):
+    code, out, _ = run(capsys, "show", "writeup-003")
+    assert code == 0
+    assert "embedding.sharing" in out and '"all"' in out
+    assert "74,918,496" in out  # the writeup's own parameter count at its sizes
+    assert "Brando Koch" in out and "notes" in out
+
+
+def test_show_applies_overrides_and_diffs(capsys):
+    code, out, _ = run(capsys, "show", "paper-base", "--set", "ffn.kind=conv1d", "--diff", "paper-base")
+    assert code == 0 and "ffn.kind" in out and "conv1d" in out and "1 field(s) differ" in out
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["show", "no-such-preset"], "unknown preset"),
+    (["show", "paper-base", "--set", "d_modle=128"], "did you mean 'd_model'"),
+    (["show", "paper-base", "--set", "ffn.kind=conv2d"], "ffn.kind"),
+    (["show", "paper-base", "--set", "novalue"], "KEY=VALUE"),
+    (["show", "paper-base", "--set", "d_model=100"], "d_model"),
+    (["equiv", "paper-base", "paper-base", "--set-b", "attention.dropout=1.5"], "attention.dropout"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, field):
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert field in err
+    assert "Traceback" not in err
+
+
+def test_invalid_spec_file_names_the_file(capsys, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("d_model = [\n")
+    code, _, err = run(capsys, "show", str(bad))
+    assert code == 2 and "bad.toml" in err
+
+
+def test_equiv_exit_codes(capsys):
+    code, out, _ = run(capsys, "equiv", "paper-base", "paper-base", *TINY, "--set-b", "ffn.kind=conv1d")
+    assert code == 0 and "EQUIVALENT" in out and "NOT" not in out
+    code, out, _ = run(capsys, "equiv", "paper-base", "paper-base", *TINY, "--set-b", "residual.kind=pre-norm")
+    assert code == 1 and "NOT EQUIVALENT" in out
+
+
+def test_schema_is_json_with_every_slot(capsys):
+    code, out, _ = run(capsys, "schema")
+    schema = json.loads(out)
+    assert code == 0 and "d_model" in schema["properties"]
+    kinds = [v["properties"]["kind"]["const"] for v in schema["properties"]["ffn"]["oneOf"]]
+    assert sorted(kinds) == ["conv1d", "linear"]
+
+
+@pytest.mark.slow
+def test_console_script_reports_errors_without_traceback():
+    result = subprocess.run([sys.executable, "-m", "zoo", "show", "paper-base", "--set", "d_modle=1"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "d_modle" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) <= 3  # one logical line, wrapped at most by the terminal

@@ -1,0 +1,263 @@
+"""Every registered nn.Module component, swapped into a tiny model: shapes, gradients, causality;
+build determinism; the init slot; the output heads."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import zoo
+from zoo.registry import registry
+
+MODULE_SLOTS = ("attention", "ffn", "norm", "residual", "positional", "output", "embedding")
+MODULE_ENTRIES = [e for e in registry.entries() if e.slot in MODULE_SLOTS]
+ALL_ENTRIES = registry.entries()
+
+
+def test_module_slots_cover_every_nn_module_slot():
+    module_slots = {s for s in registry.slots() if issubclass(registry.slot(s).base, nn.Module)}
+    assert module_slots == set(MODULE_SLOTS)
+
+
+def swapped(tiny, slot: str, name: str) -> zoo.ModelSpec:
+    """The tiny spec with `name` in `slot`."""
+    return tiny(**{f"{slot}.{registry.slot(slot).key}": name})
+
+
+def full_batch(spec, batch=3, length=6, seed=0):
+    """(src, tgt_in) without padding in the target (so every position can be tested for causality)."""
+    generator = torch.Generator().manual_seed(seed)
+    src = torch.randint(1, spec.src_vocab, (batch, length + 1), generator=generator)
+    src[1:, -2:] = spec.pad_id  # some source padding
+    tgt_in = torch.randint(1, spec.tgt_vocab, (batch, length), generator=generator)
+    return src, tgt_in
+
+
+@pytest.fixture(params=MODULE_ENTRIES, ids=[e.qualified for e in MODULE_ENTRIES])
+def component_spec(request, tiny):
+    entry = request.param
+    return entry, swapped(tiny, entry.slot, entry.name)
+
+
+def test_component_is_swapped_in(component_spec):
+    entry, spec = component_spec
+    model = zoo.build(spec, seed=0)
+    instances = [m for m in model.modules() if type(m) is entry.impl]
+    assert instances, f"no {entry.impl.__name__} in the model"
+
+
+def test_output_shape(component_spec, batch):
+    entry, spec = component_spec
+    model = zoo.build(spec, seed=0).eval()
+    src, tgt_in = batch(spec)
+    with torch.no_grad():
+        scores = model(src, tgt_in)
+    assert scores.shape == (tgt_in.shape[0], tgt_in.shape[1], spec.tgt_vocab)
+    assert scores.dtype == torch.float32
+    log_probs = model.log_probs(scores)
+    real = tgt_in.ne(spec.pad_id)
+    assert torch.isfinite(log_probs[real]).all()
+    # log-probabilities normalise
+    torch.testing.assert_close(log_probs[real].exp().sum(-1), torch.ones(int(real.sum())), atol=1e-4, rtol=0)
+    memory = model.encode(src)
+    assert memory.shape == (*src.shape, spec.d_model)
+    with torch.no_grad():
+        torch.testing.assert_close(model.decode(tgt_in, memory, src), scores)
+
+
+def test_backward_gives_finite_gradients(component_spec, batch):
+    entry, spec = component_spec
+    model = zoo.build(spec, seed=0).train()
+    src, tgt_in = batch(spec)
+    generator = torch.Generator().manual_seed(1)
+    targets = torch.randint(1, spec.tgt_vocab, tgt_in.shape, generator=generator)
+    log_probs = model.log_probs(model(src, tgt_in))
+    real = tgt_in.ne(spec.pad_id)
+    loss = F.nll_loss(log_probs[real], targets[real])
+    assert torch.isfinite(loss)
+    loss.backward()
+    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    assert trainable
+    for name, param in trainable:
+        assert param.grad is not None, f"{name} got no gradient"
+        assert torch.isfinite(param.grad).all(), f"{name} has a non-finite gradient"
+    assert any(param.grad.abs().sum() > 0 for _, param in trainable)
+
+
+def test_decoder_is_causal(component_spec):
+    entry, spec = component_spec
+    model = zoo.build(spec, seed=0).eval()
+    src, tgt_in = full_batch(spec)
+    length = tgt_in.shape[1]
+    with torch.no_grad():
+        before = model(src, tgt_in)
+        for t in range(length):
+            changed = tgt_in.clone()
+            changed[:, t] = changed[:, t] % (spec.tgt_vocab - 1) + 1  # another non-pad token
+            assert not torch.equal(changed, tgt_in)
+            after = model(src, changed)
+            torch.testing.assert_close(after[:, :t], before[:, :t], atol=1e-6, rtol=1e-6)
+            assert not torch.allclose(after[:, t], before[:, t]), f"position {t} ignores its own input"
+
+
+# -- build determinism -------------------------------------------------------------------------------
+def _state(model):
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+@pytest.mark.parametrize("entry", ALL_ENTRIES, ids=[e.qualified for e in ALL_ENTRIES])
+def test_build_is_deterministic_per_seed(tiny, batch, entry):
+    spec = swapped(tiny, entry.slot, entry.name)
+    rng_before = torch.get_rng_state()
+    first, second, other = zoo.build(spec, seed=0), zoo.build(spec, seed=0), zoo.build(spec, seed=1)
+    assert torch.equal(torch.get_rng_state(), rng_before), "build must leave the global RNG alone"
+    assert first.seed == 0 and other.seed == 1
+
+    state_a, state_b, state_c = _state(first), _state(second), _state(other)
+    assert state_a.keys() == state_b.keys() == state_c.keys()
+    for key in state_a:
+        assert torch.equal(state_a[key], state_b[key]), key
+    random_weights = [k for k, v in state_a.items() if v.dim() > 1 and v.is_floating_point()]
+    assert random_weights
+    for key in random_weights:
+        assert not torch.equal(state_a[key], state_c[key]), f"{key} does not depend on the seed"
+
+    src, tgt_in = batch(spec)
+    with torch.no_grad():
+        out_a, out_b = first.eval()(src, tgt_in), second.eval()(src, tgt_in)
+        out_c = other.eval()(src, tgt_in)
+    assert torch.equal(out_a, out_b)
+    assert not torch.allclose(out_a, out_c)
+
+
+@pytest.mark.parametrize("init", registry.names("init"))
+def test_sdpa_and_matmul_get_identical_initial_weights(tiny, init):
+    sdpa = zoo.build(tiny(**{"attention.kind": "sdpa", "init.kind": init}), seed=3)
+    matmul = zoo.build(tiny(**{"attention.kind": "matmul", "init.kind": init}), seed=3)
+    state_s, state_m = sdpa.state_dict(), matmul.state_dict()
+    assert state_s.keys() == state_m.keys()
+    for key in state_s:
+        assert torch.equal(state_s[key], state_m[key]), key
+
+
+# -- init slot -----------------------------------------------------------------------------------
+def test_xavier_and_torch_default_differ(tiny):
+    xavier = zoo.build(tiny(**{"init.kind": "xavier-uniform"}), seed=0).state_dict()
+    default = zoo.build(tiny(**{"init.kind": "torch-default"}), seed=0).state_dict()
+    assert xavier.keys() == default.keys()
+    matrices = [k for k, v in xavier.items() if v.dim() > 1]
+    assert matrices
+    for key in matrices:
+        assert not torch.equal(xavier[key], default[key]), key
+
+
+def test_xavier_uniform_bounds(tiny):
+    model = zoo.build(tiny(**{"init.kind": "xavier-uniform"}), seed=0)
+    for name, param in model.named_parameters():
+        if param.dim() > 1:
+            fan_out, fan_in = param.shape[0], param[0].numel()
+            bound = math.sqrt(6.0 / (fan_in + fan_out))
+            assert param.abs().max() <= bound + 1e-6, name
+            assert param.abs().max() > 0.8 * bound, name  # actually spread over the range
+
+
+def test_torch_default_linear_bounds(tiny):
+    model = zoo.build(tiny(**{"init.kind": "torch-default", "embedding.sharing": "none"}), seed=0)
+    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    assert linears
+    for linear in linears:  # kaiming_uniform_(a=sqrt(5)): bound 1/sqrt(fan_in)
+        assert linear.weight.abs().max() <= 1 / math.sqrt(linear.in_features) + 1e-6
+    table = model.src_embed.tokens.table.weight  # nn.Embedding: N(0, 1)
+    assert 0.8 < table.std().item() < 1.2
+
+
+@pytest.mark.parametrize("init", registry.names("init"))
+def test_identical_layers(tiny, init):
+    same = zoo.build(tiny(**{"init.kind": init, "init.identical_layers": True,
+                            "encoder_layers": 3, "decoder_layers": 3}), seed=0)
+    for stack in (same.encoder.layers, same.decoder.layers):
+        reference = stack[0].state_dict()
+        for layer in stack[1:]:
+            state = layer.state_dict()
+            assert state.keys() == reference.keys()
+            for key in reference:
+                assert torch.equal(state[key], reference[key]), key
+        # copies, not one shared module
+        assert stack[1].ffn.w1.weight.data_ptr() != stack[0].ffn.w1.weight.data_ptr()
+
+    different = zoo.build(tiny(**{"init.kind": init, "encoder_layers": 3, "decoder_layers": 3}), seed=0)
+    for stack in (different.encoder.layers, different.decoder.layers):
+        assert not torch.equal(stack[0].ffn.w1.weight, stack[1].ffn.w1.weight)
+
+
+@pytest.mark.parametrize("init", registry.names("init"))
+def test_padding_row_is_zero_after_init(tiny, init):
+    spec = tiny(**{"init.kind": init, "embedding.padding_idx": True, "embedding.sharing": "none", "pad_id": 2})
+    model = zoo.build(spec, seed=0)
+    for embed in (model.src_embed, model.tgt_embed):
+        table = embed.tokens.table.weight
+        assert torch.all(table[2] == 0)
+        assert torch.all(table[1] != 0)
+
+
+# -- output heads --------------------------------------------------------------------------------
+@pytest.mark.parametrize("head", registry.names("output"))
+def test_output_head_log_probs_match_log_softmax_of_logits(tiny, batch, head):
+    reference = zoo.build(tiny(**{"output.kind": "logits"}), seed=0).eval()
+    model = zoo.build(tiny(**{"output.kind": head}), seed=0).eval()
+    src, tgt_in = batch(reference.spec)
+    with torch.no_grad():
+        logits = reference(src, tgt_in)
+        scores = model(src, tgt_in)
+    expected = F.log_softmax(logits, dim=-1)
+    torch.testing.assert_close(model.log_probs(scores), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_output_scores_relate(tiny, batch):
+    models = {head: zoo.build(tiny(**{"output.kind": head}), seed=0).eval()
+              for head in ("logits", "log-softmax", "softmax")}
+    src, tgt_in = batch(models["logits"].spec)
+    with torch.no_grad():
+        scores = {head: model(src, tgt_in) for head, model in models.items()}
+    logits = scores["logits"]
+    torch.testing.assert_close(scores["log-softmax"], F.log_softmax(logits, -1))
+    torch.testing.assert_close(scores["softmax"], F.softmax(logits, -1))
+    torch.testing.assert_close(scores["softmax"].sum(-1), torch.ones(logits.shape[:2]))
+    torch.testing.assert_close(scores["log-softmax"].exp(), scores["softmax"], atol=1e-6, rtol=1e-5)
+    for head, model in models.items():
+        torch.testing.assert_close(model.log_probs(scores[head]), F.log_softmax(logits, -1), atol=1e-5, rtol=1e-5)
+
+
+def test_tied_output_weight_is_the_embedding_table(tiny):
+    tied = zoo.build(tiny(**{"embedding.sharing": "all"}), seed=0)
+    table = tied.tgt_embed.tokens.table.weight
+    assert tied.output.proj.weight is table
+    assert tied.src_embed.tokens is tied.tgt_embed.tokens
+    shared = zoo.build(tiny(**{"embedding.sharing": "src-tgt"}), seed=0)
+    assert shared.src_embed.tokens is shared.tgt_embed.tokens
+    assert shared.output.proj.weight is not shared.tgt_embed.tokens.table.weight
+    separate = zoo.build(tiny(**{"embedding.sharing": "none"}), seed=0)
+    assert separate.src_embed.tokens is not separate.tgt_embed.tokens
+
+
+def test_embedding_scale(tiny):
+    ids = torch.tensor([[3, 4, 5]])
+    scaled = zoo.build(tiny(**{"embedding.scale": True}), seed=0)
+    plain = zoo.build(tiny(**{"embedding.scale": False}), seed=0)
+    torch.testing.assert_close(scaled.src_embed.tokens(ids), plain.src_embed.tokens(ids) * math.sqrt(32))
+
+
+# -- every preset, shrunk ------------------------------------------------------------------------
+@pytest.mark.parametrize("name", zoo.preset_names())
+def test_shrunk_preset_runs(tiny, batch, name):
+    spec = tiny(name)
+    model = zoo.build(spec, seed=0).eval()
+    src, tgt_in = batch(spec)
+    with torch.no_grad():
+        scores = model(src, tgt_in)
+    assert scores.shape == (*tgt_in.shape, spec.tgt_vocab)
+    assert torch.isfinite(model.log_probs(scores)[tgt_in.ne(spec.pad_id)]).all()

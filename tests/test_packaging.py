@@ -1,0 +1,34 @@
+"""Presets must load after a plain (non-editable) `pip install .`: they ship as package data."""
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_wheel_ships_every_preset(tmp_path):
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(tmp_path), str(ROOT)], check=True)
+    wheel = next(tmp_path.glob("zoo-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    presets = sorted(p.name for p in (ROOT / "registry").glob("*.toml"))
+    assert presets and all(f"zoo/_registry/{name}" in names for name in presets)
+
+
+@pytest.mark.slow
+def test_presets_load_from_an_installed_copy(tmp_path):
+    """Install into a separate target folder and load presets from there, away from the source tree."""
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-q",
+                    "--target", str(target), str(ROOT)], check=True)
+    code = ("import zoo, sys; assert zoo.__file__.startswith(sys.argv[1]), zoo.__file__; "
+            "print(len(zoo.preset_names()), zoo.load_spec('writeup-001').name)")
+    result = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True, text=True,
+                            cwd=tmp_path, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["7", "writeup-001"]
