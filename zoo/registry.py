@@ -89,6 +89,11 @@ class Registry:
 
         return decorator
 
+    def unregister(self, slot: str, name: str) -> None:
+        """Remove an entry (e.g. before re-running a notebook cell that registers it again)."""
+        self.get(slot, name)
+        del self._entries[slot][name]
+
     # -- looking up ----------------------------------------------------------------------------
     def slot(self, name: str) -> Slot:
         try:
