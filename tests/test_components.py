@@ -261,3 +261,11 @@ def test_shrunk_preset_runs(tiny, batch, name):
         scores = model(src, tgt_in)
     assert scores.shape == (*tgt_in.shape, spec.tgt_vocab)
     assert torch.isfinite(model.log_probs(scores)[tgt_in.ne(spec.pad_id)]).all()
+
+
+@pytest.mark.parametrize("kind", zoo.registry.names("positional"))
+def test_sequence_beyond_max_len_is_a_clear_error(tiny, kind):
+    spec = tiny(**{"positional.kind": kind, "positional.max_len": 6})
+    model = zoo.build(spec)
+    with pytest.raises(zoo.ZooError, match="positional.max_len"):
+        model(torch.ones(1, 7, dtype=torch.long), torch.ones(1, 3, dtype=torch.long))

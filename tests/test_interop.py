@@ -89,6 +89,7 @@ def test_round_trip_through_torch_is_exact():
         assert torch.equal(tensor, theirs[name]), name
 
 
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_from_bare_torch_transformer(norm_first, activation):

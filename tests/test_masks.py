@@ -188,24 +188,22 @@ def test_for_attention_wraps_canonical_with_fill(convention):
 
 
 # -- fully padded rows -------------------------------------------------------------------------------
-def documented_outcome(attention: str, convention: str) -> str | None:
+def documented_outcome(attention: str, convention: str, fast_path: bool = False) -> str | None:
     """The fully-padded-row table of zoo/components/masks.py, as a rule on the convention's fill:
-    'zeros' | 'nan' | 'uniform' | 'rejected'; None for an attention kind the table does not cover."""
+    'zeros' | 'nan' | 'uniform' | 'rejected'; None for an attention kind the table does not cover.
+
+    `fast_path`: eval-mode self-attention under no_grad, where nn.MultiheadAttention runs PyTorch's
+    fused kernel, which gives NaN where its regular path gives zeros (as the table documents)."""
     conv = zoo.masks.get(convention)
     if attention not in ("matmul", "sdpa", "torch-mha"):
         return None
     if conv.rezero:
         return "rejected" if attention == "torch-mha" else "zeros"
     if conv.fill == -math.inf:
+        if attention == "torch-mha" and fast_path:
+            return "nan"
         return "nan" if attention == "matmul" else "zeros"
     return "uniform"  # a finite fill: every key gets the same score
-
-
-TORCH_MHA_FASTPATH_BUG = (
-    "torch-mha in eval mode under no_grad takes nn.MultiheadAttention's fast path "
-    "(torch._native_multi_head_attention) for self-attention, which returns NaN on a fully masked "
-    "row, not the zeros the table in zoo/components/masks.py documents (with grad enabled it gives zeros)"
-)
 
 
 def _pairs():
@@ -213,11 +211,7 @@ def _pairs():
     for convention in CONVENTIONS:
         for attention in ATTENTIONS:
             for grad in (True, False):
-                marks = []
-                if (not grad and attention == "torch-mha"
-                        and documented_outcome(attention, convention) == "zeros"):
-                    marks = [pytest.mark.xfail(strict=True, reason=TORCH_MHA_FASTPATH_BUG)]
-                params.append(pytest.param(convention, attention, grad, marks=marks,
+                params.append(pytest.param(convention, attention, grad,
                                            id=f"{convention}-{attention}-{'grad' if grad else 'no_grad'}"))
     return params
 
@@ -251,11 +245,12 @@ def test_fully_padded_row_in_attention(tiny, convention, attention, grad):
     memory = torch.randn(2, 4, spec.d_model, generator=generator)
     queries = torch.randn(2, 3, spec.d_model, generator=generator)
 
-    checks = [  # (module, query, key_value, mask): self-attention and cross-attention
-        (model.encoder.layers[0].self_attn, memory, memory, enc_mask),
-        (model.decoder.layers[0].cross_attn, queries, memory, cross_mask),
+    checks = [  # (module, query, key_value, mask, fast path): self-attention and cross-attention
+        (model.encoder.layers[0].self_attn, memory, memory, enc_mask, not grad),
+        (model.decoder.layers[0].cross_attn, queries, memory, cross_mask, False),
     ]
-    for module, query, key_value, mask in checks:
+    for module, query, key_value, mask, fast_path in checks:
+        expected = documented_outcome(attention, convention, fast_path)
         with torch.set_grad_enabled(grad):
             out = module(query, key_value, mask)  # (B, Lq, D)
         state = {k: v.detach() for k, v in canonical_state(module).items()}
@@ -274,10 +269,7 @@ def _model_pairs():
             if expected in (None, "rejected"):
                 continue
             for grad in (True, False):
-                marks = []
-                if not grad and attention == "torch-mha" and expected == "zeros":
-                    marks = [pytest.mark.xfail(strict=True, reason=TORCH_MHA_FASTPATH_BUG)]
-                params.append(pytest.param(convention, attention, grad, marks=marks,
+                params.append(pytest.param(convention, attention, grad,
                                            id=f"{convention}-{attention}-{'grad' if grad else 'no_grad'}"))
     return params
 
@@ -294,7 +286,7 @@ def test_fully_padded_source_row_in_whole_model(tiny, convention, attention, gra
         out = model(src, tgt_in).detach()
         alone = model(src[:2], tgt_in[:2]).detach()
     torch.testing.assert_close(out[:2], alone, atol=1e-5, rtol=1e-5)
-    if documented_outcome(attention, convention) == "nan":
+    if documented_outcome(attention, convention, fast_path=not grad) == "nan":
         assert torch.isnan(out[2]).all()
     else:
         assert torch.isfinite(out[2]).all()

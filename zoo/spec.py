@@ -32,7 +32,8 @@ def _slot_validator(slot: str):
         if value is None:
             value = {}
         if not isinstance(value, dict):
-            raise PydanticCustomError("zoo_slot", "{slot}: expected a table of options, got {value!r}", {"slot": slot, "value": value})
+            message = f"{slot}: expected a table of options such as {{kind = ...}}, got {value!r}"
+            raise PydanticCustomError("zoo_slot", message.replace("{", "{{").replace("}", "}}"))
         key = registry.slot(slot).key
         name = value.get(key, registry.slot(slot).default)
         try:
@@ -60,15 +61,15 @@ class ModelSpec(BaseModel):
     name: str = "custom"
     description: str = ""
     notes: str = Field("", description="how the preset reproduces its source, and what it could not")
-    d_model: int = Field(512, gt=0)
-    n_heads: int = Field(8, gt=0)
-    d_ff: int = Field(2048, gt=0)
-    encoder_layers: int = Field(6, gt=0)
-    decoder_layers: int = Field(6, gt=0)
+    d_model: int = Field(512, gt=0, strict=True)
+    n_heads: int = Field(8, gt=0, strict=True)
+    d_ff: int = Field(2048, gt=0, strict=True)
+    encoder_layers: int = Field(6, gt=0, strict=True)
+    decoder_layers: int = Field(6, gt=0, strict=True)
     dropout: float = Field(0.1, ge=0, lt=1)
-    src_vocab: int = Field(32000, gt=0)
-    tgt_vocab: int = Field(32000, gt=0)
-    pad_id: int = Field(0, ge=0)
+    src_vocab: int = Field(32000, gt=0, strict=True)
+    tgt_vocab: int = Field(32000, gt=0, strict=True)
+    pad_id: int = Field(0, ge=0, strict=True)
 
     residual: _slot_field("residual") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
     norm: _slot_field("norm") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
@@ -172,7 +173,9 @@ def validate_spec(data: dict[str, Any], source: str = "") -> ModelSpec:
     try:
         return ModelSpec.model_validate(data)
     except ValidationError as err:
-        raise SpecError(format_validation_error(err, source)) from None
+        causes = [e.get("ctx", {}).get("error") for e in err.errors()]
+        kind = IncompatibleComponents if any(isinstance(c, IncompatibleComponents) for c in causes) else SpecError
+        raise kind(format_validation_error(err, source)) from None
 
 
 # -- reading ---------------------------------------------------------------------------------------

@@ -77,7 +77,8 @@ def load_canonical(reference: nn.Module, canonical: dict[str, Tensor], mapping: 
 
     Checked on the way: every reference parameter (each alias of a tied one) has an entry, every
     entry names a real parameter, and every zoo weight is read by some entry (a zoo weight shared
-    under several canonical names counts once), so no weight on either side is left out.
+    under several canonical names counts once), so no weight on either side is left out; a weight
+    tied in the reference must receive one value under all its names.
     """
     params = dict(reference.named_parameters(remove_duplicate=False))
     assert set(mapping) == set(params), (
@@ -87,12 +88,19 @@ def load_canonical(reference: nn.Module, canonical: dict[str, Tensor], mapping: 
     wanted = {s for sources in mapping.values() if sources is not None for s in sources}
     assert wanted <= set(canonical), f"zoo has no weights named {sorted(wanted - set(canonical))}"
     read: set[tuple] = set()
+    written: dict[tuple, tuple[str, Tensor]] = {}  # reference storage -> first name and value written
     with torch.no_grad():
         for name, sources in mapping.items():
             if sources is None:
                 continue
             value = torch.cat([canonical[s] for s in sources])  # e.g. q, k, v (D, D) each -> (3D, D)
-            params[name].copy_(value.reshape(params[name].shape))
+            value = value.reshape(params[name].shape)  # e.g. zoo's (F, D) -> Conv1d's (F, D, 1)
+            key = _storage_key(params[name])
+            if key in written:  # a tied weight: zoo must hold one value under all its names
+                first, earlier = written[key]
+                assert torch.equal(earlier, value), f"{name} is tied to {first} in the writeup; zoo's values differ"
+            written.setdefault(key, (name, value.clone()))
+            params[name].copy_(value)
             read.update(_storage_key(canonical[s]) for s in sources)
     unread = [n for n, t in canonical.items() if _storage_key(t) not in read]
     assert not unread, f"zoo weights with no counterpart in the reference: {unread}"

@@ -72,9 +72,12 @@ class MultiHeadAttention(nn.Module):
         query = self.linear_q(query)  # (B, Lq, D)
 
         # fix 3: (B, L, D) -> (B, L, H, Dh) -> (B, H, L, Dh) -> (B*H, L, Dh), batch-major
-        key = key.view(batch_size, -1, num_heads, dim_per_head).transpose(1, 2).reshape(batch_size * num_heads, -1, dim_per_head)
-        value = value.view(batch_size, -1, num_heads, dim_per_head).transpose(1, 2).reshape(batch_size * num_heads, -1, dim_per_head)
-        query = query.view(batch_size, -1, num_heads, dim_per_head).transpose(1, 2).reshape(batch_size * num_heads, -1, dim_per_head)
+        key = key.view(batch_size, -1, num_heads, dim_per_head).transpose(1, 2)
+        key = key.reshape(batch_size * num_heads, -1, dim_per_head)
+        value = value.view(batch_size, -1, num_heads, dim_per_head).transpose(1, 2)
+        value = value.reshape(batch_size * num_heads, -1, dim_per_head)
+        query = query.view(batch_size, -1, num_heads, dim_per_head).transpose(1, 2)
+        query = query.reshape(batch_size * num_heads, -1, dim_per_head)
 
         if attn_mask is not None:  # fix 2
             attn_mask = attn_mask.repeat_interleave(num_heads, dim=0)  # fix 3: (B, Lq, Lk) -> (B*H, Lq, Lk)
@@ -83,7 +86,8 @@ class MultiHeadAttention(nn.Module):
         context, attention = self.dot_product_attention(query, key, value, scale, attn_mask)
 
         # fix 3: (B*H, Lq, Dh) -> (B, H, Lq, Dh) -> (B, Lq, H*Dh)
-        context = context.view(batch_size, num_heads, -1, dim_per_head).transpose(1, 2).reshape(batch_size, -1, dim_per_head * num_heads)
+        context = context.view(batch_size, num_heads, -1, dim_per_head).transpose(1, 2)
+        context = context.reshape(batch_size, -1, dim_per_head * num_heads)
 
         output = self.linear_final(context)
         output = self.dropout(output)

@@ -32,7 +32,8 @@ class PositionalEncoding(nn.Module):
         position_idxs = torch.arange(self.max_seq_len).unsqueeze(1)  # (max_seq_len, 1)
         embedding_idxs = torch.arange(self.d_model).unsqueeze(0)  # (1, D)
 
-        angle_rads = position_idxs * 1 / torch.pow(10000, (2 * (embedding_idxs // 2)) / self.d_model)  # (max_seq_len, D)
+        # (max_seq_len, D)
+        angle_rads = position_idxs * 1 / torch.pow(10000, (2 * (embedding_idxs // 2)) / self.d_model)
 
         angle_rads[:, 0::2] = torch.sin(angle_rads[:, 0::2])
         angle_rads[:, 1::2] = torch.cos(angle_rads[:, 1::2])

@@ -220,12 +220,15 @@ class EncoderDecoder(nn.Module):
 def make_model(input_vocab: int, output_vocab: int, d_model: int = 512, h: int = 8, d_ff: int = 2048,
                n_enc: int = 6, n_dec: int = 6, dropout: float = .1, max_len: int = 5000):
     """The writeup's make_model, with the sizes its constructors take by default passed through."""
-    encoder = Encoder(EncoderLayer(d_model, MultiHeadAttention(h, d_model, dropout), FeedForward(d_model, d_ff, dropout),
-                                   dropout), n_enc)
-    decoder = Decoder(DecoderLayer(d_model, MultiHeadAttention(h, d_model, dropout), MultiHeadAttention(h, d_model, dropout),
+    encoder = Encoder(EncoderLayer(d_model, MultiHeadAttention(h, d_model, dropout),
+                                   FeedForward(d_model, d_ff, dropout), dropout), n_enc)
+    decoder = Decoder(DecoderLayer(d_model, MultiHeadAttention(h, d_model, dropout),
+                                   MultiHeadAttention(h, d_model, dropout),
                                    FeedForward(d_model, d_ff, dropout), dropout), n_dec)
-    input_embed = nn.Sequential(Embed(vocab=input_vocab, d_model=d_model), PositionalEncoding(d_model, dropout, max_len))
-    output_embed = nn.Sequential(Embed(vocab=output_vocab, d_model=d_model), PositionalEncoding(d_model, dropout, max_len))
+    input_embed = nn.Sequential(Embed(vocab=input_vocab, d_model=d_model),
+                                PositionalEncoding(d_model, dropout, max_len))
+    output_embed = nn.Sequential(Embed(vocab=output_vocab, d_model=d_model),
+                                 PositionalEncoding(d_model, dropout, max_len))
     output = Output(input_dim=d_model, output_dim=output_vocab)
     model = EncoderDecoder(encoder, decoder, input_embed, output_embed, output)
     for p in model.parameters():

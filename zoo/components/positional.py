@@ -11,6 +11,7 @@ import torch
 from pydantic import Field
 from torch import nn
 
+from zoo.errors import ZooError
 from zoo.registry import SlotParams, register, registry
 
 
@@ -26,6 +27,11 @@ class Positional(nn.Module):
         super().__init__()
         self.dropout = nn.Dropout(dropout)
         self.pad_id = pad_id
+        self.max_len = params.max_len
+
+    def check_length(self, end: int) -> None:
+        if end > self.max_len:
+            raise ZooError(f"positional.max_len: a sequence reaches position {end}, beyond max_len = {self.max_len}")
 
 
 registry.define_slot("positional", base=Positional, default="sinusoidal", doc="position encoding")
@@ -50,6 +56,7 @@ class Sinusoidal(Positional):
         self.register_buffer("table", sinusoid_table(params.max_len, d_model), persistent=False)
 
     def positions(self, tokens: torch.Tensor, offset: int) -> torch.Tensor:
+        self.check_length(offset + tokens.size(1))
         return self.table[offset : offset + tokens.size(1)]  # (L, D)
 
     def forward(self, x: torch.Tensor, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
@@ -80,5 +87,6 @@ class Learned(Positional):
         self.table = nn.Embedding(params.max_len, d_model)
 
     def forward(self, x: torch.Tensor, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        self.check_length(offset + tokens.size(1))
         positions = torch.arange(offset, offset + tokens.size(1), device=tokens.device)
         return self.dropout(x + self.table(positions))  # (L, D) broadcast over B
