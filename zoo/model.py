@@ -8,9 +8,30 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from dataclasses import dataclass, field
+
+from zoo.components.attention import KVCache
 from zoo.components.masks import AttentionMask, MaskConvention
 
 Tensor = torch.Tensor
+
+
+@dataclass
+class LayerCache:
+    self_attn: KVCache = field(default_factory=lambda: KVCache(static=False))
+    cross_attn: KVCache = field(default_factory=lambda: KVCache(static=True))
+
+
+@dataclass
+class DecodeState:
+    """Per-layer key/value caches for step-by-step decoding; `reorder` follows beam search."""
+
+    layers: list[LayerCache]
+
+    def reorder(self, index: Tensor) -> None:
+        for cache in self.layers:
+            cache.self_attn.reorder(index)
+            cache.cross_attn.reorder(index)
 
 
 class EncoderLayer(nn.Module):
@@ -38,9 +59,11 @@ class DecoderLayer(nn.Module):
         self.self_attn, self.cross_attn, self.ffn = self_attn, cross_attn, ffn
         self.res_self, self.res_cross, self.res_ffn = res_self, res_cross, res_ffn
 
-    def forward(self, x: Tensor, memory: Tensor, self_mask: AttentionMask, cross_mask: AttentionMask) -> Tensor:
-        x = self.res_self(x, lambda h: self.self_attn(h, h, self_mask))  # (B, T, D)
-        x = self.res_cross(x, lambda h: self.cross_attn(h, memory, cross_mask))  # (B, T, D) attends (B, S, D)
+    def forward(self, x: Tensor, memory: Tensor, self_mask: AttentionMask, cross_mask: AttentionMask,
+                cache: LayerCache | None = None) -> Tensor:
+        self_cache, cross_cache = (cache.self_attn, cache.cross_attn) if cache is not None else (None, None)
+        x = self.res_self(x, lambda h: self.self_attn(h, h, self_mask, self_cache))  # (B, T, D)
+        x = self.res_cross(x, lambda h: self.cross_attn(h, memory, cross_mask, cross_cache))  # attends (B, S, D)
         return self.res_ffn(x, self.ffn)
 
 
@@ -62,9 +85,10 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(layers)
         self.final_norm = final_norm
 
-    def forward(self, x: Tensor, memory: Tensor, self_mask: AttentionMask, cross_mask: AttentionMask) -> Tensor:
-        for layer in self.layers:
-            x = layer(x, memory, self_mask, cross_mask)
+    def forward(self, x: Tensor, memory: Tensor, self_mask: AttentionMask, cross_mask: AttentionMask,
+                state: DecodeState | None = None) -> Tensor:
+        for i, layer in enumerate(self.layers):
+            x = layer(x, memory, self_mask, cross_mask, state.layers[i] if state is not None else None)
         return self.final_norm(x) if self.final_norm is not None else x
 
 
@@ -109,6 +133,21 @@ class Seq2Seq(nn.Module):
         """(B, T) target prefix, memory (B, S, D), src (B, S) for its padding -> scores (B, T, V)."""
         _, self_mask, cross_mask = self.masks.build(src, tgt_in, self.pad_id).for_attention()
         return self.output(self.decoder(self.tgt_embed(tgt_in), memory, self_mask, cross_mask))
+
+    def start_decoding(self) -> DecodeState:
+        """Empty caches for `decode_step`."""
+        return DecodeState([LayerCache() for _ in self.decoder.layers])
+
+    def decode_step(self, prefix: Tensor, memory: Tensor, src: Tensor, state: DecodeState) -> Tensor:
+        """Scores (B, 1, V) for the next token after `prefix` (B, t + 1), computing only its last position.
+
+        Keys and values of earlier positions come from `state` (filled by earlier calls with the
+        same prefix minus its last token); the masks are the convention's own, last row only.
+        """
+        _, self_mask, cross_mask = self.masks.build(src, prefix, self.pad_id).for_attention()
+        x = self.tgt_embed(prefix[:, -1:], offset=prefix.size(1) - 1)  # (B, 1, D)
+        hidden = self.decoder(x, memory, self_mask.last_query(), cross_mask.last_query(), state)
+        return self.output(hidden)  # (B, 1, V)
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         enc_mask, self_mask, cross_mask = self.masks.build(src, tgt_in, self.pad_id).for_attention()

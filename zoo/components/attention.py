@@ -14,6 +14,7 @@ Canonical layout (for transplant): q/k/v/o .weight (D, D) and .bias (D,), whatev
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
@@ -25,6 +26,27 @@ from zoo.components.masks import AttentionMask
 from zoo.registry import SlotParams, register, registry
 
 Tensor = torch.Tensor
+
+
+@dataclass
+class KVCache:
+    """What one attention call-site has seen, for step-by-step decoding.
+
+    `static` (cross-attention): keys and values come from the memory and are computed once.
+    Otherwise (self-attention) each step's keys and values are appended. What is stored is up to
+    the implementation (projected K/V of shape (B, H, L, Dh), or raw inputs (B, L, D)).
+    """
+
+    static: bool
+    k: Tensor | None = None
+    v: Tensor | None = None
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows `index` (beam search reorders hypotheses)."""
+        if self.k is not None:
+            self.k = self.k.index_select(0, index)
+        if self.v is not None:
+            self.v = self.v.index_select(0, index)
 
 
 class AttentionParams(SlotParams):
@@ -80,20 +102,37 @@ class ProjectedAttention(Attention):
         batch, length, _ = x.shape
         return x.view(batch, length, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, L, Dh)
 
-    def project(self, query: Tensor, key_value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def _project_q(self, x: Tensor) -> Tensor:
         if self.layout == "separate":
-            q, k, v = self.q(query), self.k(key_value), self.v(key_value)
-        elif key_value is query:  # self-attention: one (B, L, 3D) matmul
-            q, k, v = self.qkv(query).chunk(3, dim=-1)
-        else:  # cross-attention: Q from the query rows of the fused weight, K and V from the rest
-            w_q, w_kv = self.qkv.weight.split([self.o.in_features, 2 * self.o.in_features])
-            b_q, b_kv = self.qkv.bias.split([w_q.size(0), w_kv.size(0)]) if self.qkv.bias is not None else (None, None)
-            q = F.linear(query, w_q, b_q)
-            k, v = F.linear(key_value, w_kv, b_kv).chunk(2, dim=-1)
-        return self._split_heads(q), self._split_heads(k), self._split_heads(v)
+            return self.q(x)
+        d_model = self.o.in_features
+        bias = self.qkv.bias[:d_model] if self.qkv.bias is not None else None
+        return F.linear(x, self.qkv.weight[:d_model], bias)
 
-    def forward(self, query: Tensor, key_value: Tensor, mask: AttentionMask | None) -> Tensor:
-        q, k, v = self.project(query, key_value)  # (B, H, Lq, Dh), (B, H, Lk, Dh) x2
+    def _project_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        if self.layout == "separate":
+            return self.k(x), self.v(x)
+        d_model = self.o.in_features
+        bias = self.qkv.bias[d_model:] if self.qkv.bias is not None else None
+        return F.linear(x, self.qkv.weight[d_model:], bias).chunk(2, dim=-1)
+
+    def project(self, query: Tensor, key_value: Tensor, cache: KVCache | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """Q from `query`, K and V from `key_value` (or the cache), each split into (B, H, L, Dh)."""
+        if cache is None and self.layout == "fused" and key_value is query:  # self-attention: one (B, L, 3D) matmul
+            q, k, v = self.qkv(query).chunk(3, dim=-1)
+            return self._split_heads(q), self._split_heads(k), self._split_heads(v)
+        q = self._split_heads(self._project_q(query))
+        if cache is not None and cache.static and cache.k is not None:
+            return q, cache.k, cache.v
+        k, v = (self._split_heads(t) for t in self._project_kv(key_value))
+        if cache is not None:
+            if not cache.static and cache.k is not None:
+                k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2)  # (B, H, t + 1, Dh)
+            cache.k, cache.v = k, v
+        return q, k, v
+
+    def forward(self, query: Tensor, key_value: Tensor, mask: AttentionMask | None, cache: KVCache | None = None) -> Tensor:
+        q, k, v = self.project(query, key_value, cache)  # (B, H, Lq, Dh), (B, H, Lk, Dh) x2
         out = self.attend(q, k, v, mask)  # (B, H, Lq, Dh)
         batch, _, length, _ = out.shape
         return self.o(out.transpose(1, 2).reshape(batch, length, -1))  # (B, Lq, D)
@@ -159,11 +198,11 @@ class TorchMultiheadAttention(Attention):
     """torch.nn.MultiheadAttention itself (002 uses PyTorch's built-in layers); always fused Q/K/V.
 
     It takes masks only as bool "blocked" or additive float tensors, so it cannot re-zero weights
-    after the softmax, and it keeps no key/value cache for step-by-step decoding.
+    after the softmax. For step-by-step decoding it caches its *inputs* (it has no hook to keep
+    projected keys and values), so each step re-projects the prefix: correct, not fast.
     """
 
     supports_rezero = False
-    supports_incremental = False
 
     def __init__(self, d_model: int, n_heads: int, params: AttentionParams, dropout: float):
         super().__init__(d_model, n_heads, params, dropout)
@@ -174,7 +213,13 @@ class TorchMultiheadAttention(Attention):
         self.mha.out_proj.reset_parameters()
         self.mha._reset_parameters()
 
-    def forward(self, query: Tensor, key_value: Tensor, mask: AttentionMask | None) -> Tensor:
+    def forward(self, query: Tensor, key_value: Tensor, mask: AttentionMask | None, cache: KVCache | None = None) -> Tensor:
+        if cache is not None:
+            if not cache.static:
+                key_value = query if cache.k is None else torch.cat([cache.k, query], dim=1)  # (B, t + 1, D)
+            elif cache.k is not None:
+                key_value = cache.k
+            cache.k = key_value
         attn_mask = None
         if mask is not None:  # (B, 1, Lq, Lk) -> (B * H, Lq, Lk), True = blocked or additive
             batch, len_q, len_k = query.size(0), query.size(1), key_value.size(1)

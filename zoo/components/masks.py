@@ -69,6 +69,11 @@ class AttentionMask:
         zeros = torch.zeros(self.keep.shape, dtype=torch.float32, device=self.keep.device)
         return zeros.masked_fill(~self.keep, self.fill)
 
+    def last_query(self) -> "AttentionMask":
+        """The mask of the last query row only (step-by-step decoding): keep (B, 1, 1, Lk)."""
+        keep = self.keep[..., -1:, :] if self.keep.size(-2) > 1 else self.keep
+        return AttentionMask(keep, self.fill, self.rezero)
+
     @cached_property
     def has_key(self) -> Tensor:
         """(B, 1, Lq, 1) bool: whether a query row has at least one key it may attend to."""
