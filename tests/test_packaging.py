@@ -18,6 +18,9 @@ def test_wheel_ships_every_preset(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     presets = sorted(p.name for p in (ROOT / "registry").glob("*.toml"))
     assert presets and all(f"zoo/_registry/{name}" in names for name in presets)
+    modules = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "zoo").rglob("*.py"))
+    missing = [m for m in modules if m not in names]
+    assert not missing, f"not in the wheel (add the package to pyproject.toml): {missing}"
 
 
 @pytest.mark.slow

@@ -170,6 +170,10 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("schema", help="print the JSON schema of a model spec")
     p.set_defaults(run=cmd_schema)
+
+    from zoo.cli_train import add_commands
+
+    add_commands(sub)
     return top
 
 

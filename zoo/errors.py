@@ -30,3 +30,7 @@ class NotTransplantable(ZooError):
 
 class NotExpressible(ZooError):
     """A spec cannot be expressed with torch.nn.Transformer; the message says which choice prevents it."""
+
+
+class DataError(ZooError, ValueError):
+    """A task name, task setting or data file is invalid; the message names the file or field and what is allowed."""

@@ -102,6 +102,14 @@ class ProjectedAttention(Attention):
         batch, length, _ = x.shape
         return x.view(batch, length, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, L, Dh)
 
+    def _fused_qkv(self) -> tuple[Tensor, Tensor | None]:
+        """The (3D, D) in-projection: stored as such, or the three Linears' weights stacked (a small
+        copy that buys one large matmul instead of three)."""
+        if self.layout == "fused":
+            return self.qkv.weight, self.qkv.bias
+        bias = torch.cat([self.q.bias, self.k.bias, self.v.bias]) if self.q.bias is not None else None
+        return torch.cat([self.q.weight, self.k.weight, self.v.weight]), bias
+
     def _project_q(self, x: Tensor) -> Tensor:
         if self.layout == "separate":
             return self.q(x)
@@ -118,8 +126,8 @@ class ProjectedAttention(Attention):
 
     def project(self, query: Tensor, key_value: Tensor, cache: KVCache | None = None) -> tuple[Tensor, Tensor, Tensor]:
         """Q from `query`, K and V from `key_value` (or the cache), each split into (B, H, L, Dh)."""
-        if cache is None and self.layout == "fused" and key_value is query:  # self-attention: one (B, L, 3D) matmul
-            q, k, v = self.qkv(query).chunk(3, dim=-1)
+        if cache is None and key_value is query:  # self-attention: one (B, L, 3D) matmul whatever the layout
+            q, k, v = F.linear(query, *self._fused_qkv()).chunk(3, dim=-1)
             return self._split_heads(q), self._split_heads(k), self._split_heads(v)
         q = self._split_heads(self._project_q(query))
         if cache is not None and cache.static and cache.k is not None:

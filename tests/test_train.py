@@ -1,0 +1,202 @@
+"""Training: schedules, losses per output head, config validation, determinism, divergence, run dirs."""
+
+import json
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import zoo
+from zoo.data import load_task
+from zoo.train import RunError, TrainConfig, Trainer, load_run, load_train_config
+from zoo.train.loss import loss_sums
+from zoo.train.schedule import learning_rate
+
+TINY = {"d_model": 16, "n_heads": 2, "d_ff": 32, "encoder_layers": 1, "decoder_layers": 1}
+
+
+def copy_task():
+    return load_task("copy", symbols=8, min_len=3, max_len=6, train_size=300, valid_size=40, test_size=40)
+
+
+def tiny_spec(task, **overrides):
+    return zoo.load_spec("paper-base", {**TINY, "src_vocab": task.src_vocab, "tgt_vocab": task.tgt_vocab, **overrides})
+
+
+def quick_config(**overrides):
+    return TrainConfig(**{"steps": 12, "batch_tokens": 256, "warmup": 4, "lr": 3e-3, "eval_interval": 6,
+                          "eval_sentences": 20, "checkpoint_interval": 4, "device": "cpu", **overrides})
+
+
+def deterministic(rows):
+    """Metric rows without wall-clock fields (timings legitimately differ between runs)."""
+    return [{k: v for k, v in row.items() if k not in ("tok_per_s", "seconds")} for row in rows]
+
+
+def metrics(run_dir):
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+# -- schedules --------------------------------------------------------------------------------------
+def test_inverse_sqrt_is_the_papers_formula():
+    config = TrainConfig(steps=10, warmup=4000)
+    for step in (1, 100, 4000, 4001, 20000):
+        paper = 512 ** -0.5 * min(step ** -0.5, step * 4000 ** -1.5)
+        assert learning_rate(step, config, 512) == pytest.approx(paper, rel=1e-12)
+
+
+def test_constant_and_linear_decay_schedules():
+    constant = TrainConfig(steps=100, warmup=10, lr=1e-3, schedule="constant")
+    assert learning_rate(5, constant, 64) == pytest.approx(5e-4)
+    assert learning_rate(50, constant, 64) == pytest.approx(1e-3)
+    decay = TrainConfig(steps=110, warmup=10, lr=1e-3, schedule="linear-decay")
+    assert learning_rate(10, decay, 64) == pytest.approx(1e-3)
+    assert learning_rate(60, decay, 64) == pytest.approx(5e-4)
+    assert learning_rate(110, decay, 64) == 0.0
+    no_warmup = TrainConfig(steps=10, warmup=0, lr=1e-3, schedule="constant")
+    assert learning_rate(1, no_warmup, 64) == pytest.approx(1e-3)
+
+
+# -- losses per output head -------------------------------------------------------------------------
+def test_logits_loss_is_torch_label_smoothed_cross_entropy():
+    torch.manual_seed(0)
+    logits, target = torch.randn(3, 5, 11), torch.randint(1, 11, (3, 5))
+    target[0, 3:] = 0
+    sums = loss_sums(logits, target, "logits", pad=0, smoothing=0.1)
+    expected = F.cross_entropy(logits.view(-1, 11), target.view(-1), ignore_index=0, label_smoothing=0.1, reduction="sum")
+    assert sums.loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert sums.nll.item() == pytest.approx(F.cross_entropy(logits.view(-1, 11), target.view(-1), ignore_index=0,
+                                                            reduction="sum").item(), rel=1e-5)
+    assert sums.tokens == int(target.ne(0).sum())
+
+
+def annotated_label_smoothing(log_probs, target, pad, smoothing):
+    """The Annotated Transformer's LabelSmoothing + nn.KLDivLoss(reduction='sum'), as 000/004 train."""
+    vocab = log_probs.size(-1)
+    true_dist = torch.full_like(log_probs, smoothing / (vocab - 2))
+    true_dist.scatter_(1, target.unsqueeze(1), 1 - smoothing)
+    true_dist[:, pad] = 0
+    true_dist[target == pad] = 0
+    return torch.nn.KLDivLoss(reduction="sum")(log_probs, true_dist)
+
+
+@pytest.mark.parametrize("head", ["log-softmax", "softmax"])
+def test_probability_heads_use_the_annotated_kl_loss(head):
+    torch.manual_seed(1)
+    logits, target = torch.randn(2, 6, 9), torch.randint(1, 9, (2, 6))
+    target[1, 4:] = 0
+    scores = F.log_softmax(logits, -1) if head == "log-softmax" else F.softmax(logits, -1)
+    sums = loss_sums(scores, target, head, pad=0, smoothing=0.1)
+    expected = annotated_label_smoothing(F.log_softmax(logits, -1).view(-1, 9), target.view(-1), 0, 0.1)
+    assert sums.loss.item() == pytest.approx(expected.item(), rel=1e-4)
+
+
+def test_softmax_head_stays_finite_when_a_probability_underflows():
+    probs = torch.zeros(1, 1, 5)
+    probs[0, 0, 1] = 1.0  # the true token (2) has probability 0 in float32
+    sums = loss_sums(probs, torch.tensor([[2]]), "softmax", pad=0, smoothing=0.1)
+    assert math.isfinite(sums.loss.item()) and math.isfinite(sums.nll.item())
+
+
+# -- config -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("data, field", [
+    ({}, "steps"), ({"steps": 5, "schedule": "linear-decay", "minutes": 1, "steps": None}, "schedule"),
+    ({"steps": 5, "warmpu": 10}, "did you mean 'warmup'"), ({"steps": 0}, "steps"), ({"steps": 5, "precision": "fp8"}, "precision"),
+])
+def test_train_config_errors_name_the_field(tmp_path, data, field):
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(zoo.SpecError, match=field):
+        load_train_config(path)
+
+
+def test_train_config_file_carries_task_options(tmp_path):
+    path = tmp_path / "train.toml"
+    path.write_text("steps = 3\n[task]\nvocab_size = 1000\n")
+    config, task = load_train_config(path, {"lr": 0.01})
+    assert config.steps == 3 and config.lr == 0.01 and task == {"vocab_size": 1000}
+
+
+# -- the loop ---------------------------------------------------------------------------------------
+def test_same_spec_config_and_seed_give_identical_metrics(tmp_path):
+    task = copy_task()
+    runs = []
+    for name in ("a", "b"):
+        Trainer(tiny_spec(task), task, quick_config(), tmp_path / name, progress=False).run()
+        runs.append(deterministic(metrics(tmp_path / name)))
+    assert runs[0] == runs[1]
+    assert [r["step"] for r in runs[0] if "event" not in r] == list(range(1, 13))
+    assert sum(1 for r in runs[0] if r.get("event") == "eval") == 2
+
+
+def test_resume_from_a_checkpoint_equals_an_uninterrupted_run(tmp_path):
+    task, spec = copy_task(), None
+    spec = tiny_spec(task)
+    Trainer(spec, task, quick_config(), tmp_path / "whole", progress=False).run()
+    # Stop at step 8 (a checkpoint), with lines logged past it, then resume towards step 12.
+    Trainer(spec, task, quick_config(steps=8), tmp_path / "part", progress=False).run()
+    part = tmp_path / "part"
+    (part / "summary.json").unlink()
+    with open(part / "metrics.jsonl", "a") as log:
+        log.write(json.dumps({"step": 9, "loss": 123.0}) + "\n")  # logged after the checkpoint, then killed
+    (part / "train.json").write_text(json.dumps(quick_config().model_dump(mode="json")))
+    summary = Trainer(spec, task, quick_config(), part, resume=True, progress=False).run()
+    assert summary["status"] == "complete" and summary["steps"] == 12
+    assert deterministic(metrics(part)) == deterministic(metrics(tmp_path / "whole"))
+
+
+def test_divergence_is_recorded_and_stops_cleanly(tmp_path, monkeypatch):
+    import zoo.train.loop as loop
+
+    calls = {"n": 0}
+    real = loop.loss_sums
+
+    def poisoned(*args, **kwargs):
+        calls["n"] += 1
+        sums = real(*args, **kwargs)
+        if calls["n"] >= 5:
+            sums.loss = sums.loss * float("nan")
+        return sums
+
+    monkeypatch.setattr(loop, "loss_sums", poisoned)
+    task = copy_task()
+    summary = Trainer(tiny_spec(task), task, quick_config(), tmp_path / "run", progress=False).run()
+    assert summary["status"] == "diverged" and summary["reason"].startswith("diverged at step 5")
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "diverged"
+    checkpoint = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)
+    assert checkpoint["position"]["step"] == 4  # the last good state, not the NaN one
+    assert all(torch.isfinite(t).all() for t in checkpoint["model"].values())
+
+
+def test_run_directories_are_never_overwritten_or_mixed(tmp_path):
+    task = copy_task()
+    spec = tiny_spec(task)
+    Trainer(spec, task, quick_config(steps=2), tmp_path / "run", progress=False).run()
+    with pytest.raises(RunError, match="--resume"):
+        Trainer(spec, task, quick_config(steps=2), tmp_path / "run", progress=False).run()
+    with pytest.raises(RunError, match="another spec"):
+        Trainer(spec.with_overrides({"ffn.kind": "conv1d"}), task, quick_config(steps=2), tmp_path / "run",
+                resume=True, progress=False).run()
+    finished = Trainer(spec, task, quick_config(steps=2), tmp_path / "run", resume=True, progress=False).run()
+    assert finished["status"] == "complete"  # a finished run is reported, not retrained
+
+
+def test_load_run_restores_the_trained_model(tmp_path):
+    task = copy_task()
+    spec = tiny_spec(task)
+    Trainer(spec, task, quick_config(steps=3), tmp_path / "run", progress=False).run()
+    model, loaded_task, config = load_run(tmp_path / "run")
+    saved = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["model"]
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in saved.items())
+    assert loaded_task.src_vocab == task.src_vocab and config.steps == 3
+    assert model.spec.digest() == spec.digest()
+
+
+@pytest.mark.parametrize("output", ["log-softmax", "softmax"])
+def test_every_output_head_trains(tmp_path, output):
+    task = copy_task()
+    spec = tiny_spec(task, **{"output.kind": output})
+    summary = Trainer(spec, task, quick_config(steps=6), tmp_path / "run", progress=False).run()
+    rows = [r for r in metrics(tmp_path / "run") if "event" not in r]
+    assert summary["status"] == "complete" and rows[-1]["loss"] < rows[0]["loss"]

@@ -1,0 +1,166 @@
+"""`zoo train`, `zoo translate`, `zoo evaluate`: the commands that give a model a life."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from zoo.data import TaskConfig, load_task
+from zoo.decode import DecodeConfig
+from zoo.errors import SpecError
+from zoo.spec import load_spec, parse_assignments
+from zoo.train import Trainer, load_run, load_train_config
+from zoo.train.run import write_json
+
+console = Console()
+errors = Console(stderr=True)
+
+
+def _metrics_table(title: str, metrics: dict) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in metrics.items():
+        table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
+    return table
+
+
+def prepare(args: argparse.Namespace):
+    """Resolve spec, task and training config; the task fixes the vocabulary sizes."""
+    config, task_table = load_train_config(args.config, parse_assignments(args.train))
+    task_options = {**task_table, **parse_assignments(args.task_set), "name": args.task}
+    if args.data_dir:
+        task_options["data_dir"] = args.data_dir
+    spec = load_spec(args.spec, parse_assignments(args.set))
+    with errors.status(f"preparing task {args.task}..."):
+        task = load_task(TaskConfig(**task_options), pad_id=spec.pad_id)
+    if spec.embedding.sharing != "none" and task.src_vocab != task.tgt_vocab:
+        raise SpecError(f'embedding.sharing: "{spec.embedding.sharing}" ties source and target tables, which needs a '
+                        "joint tokenizer (--task-set joint=true)")
+    spec = spec.with_overrides({"src_vocab": task.src_vocab, "tgt_vocab": task.tgt_vocab})
+    return spec, task, config
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    spec, task, config = prepare(args)
+    errors.print(f"training {spec.name} ({spec.digest()}) on {args.task}: {task.src_vocab} / {task.tgt_vocab} tokens, "
+                 f"{len(task.examples('train')):,} training pairs -> {args.out}")
+    summary = Trainer(spec, task, config, args.out, resume=args.resume, progress=not args.no_progress,
+                      console=errors).run()
+    final = summary.get("final") or {}
+    console.print(_metrics_table(f"{args.out}: {summary['status']} after {summary['steps']} steps "
+                                 f"({summary['train_seconds']:.0f} s)", {k: v for k, v in final.items() if k != "event"}))
+    if summary["status"] != "complete":
+        errors.print(f"[bold red]{summary['reason']}[/bold red]")
+        return 1
+    return 0
+
+
+def _decode_config(args: argparse.Namespace) -> DecodeConfig:
+    return DecodeConfig(beam=args.beam, alpha=args.alpha, max_ratio=args.max_ratio, max_extra=args.max_extra,
+                        use_cache=not args.no_cache)
+
+
+def cmd_translate(args: argparse.Namespace) -> int:
+    from zoo.evaluate import translate
+
+    model, task, _ = load_run(args.run_dir)
+    lines = [line.rstrip("\n") for line in sys.stdin]
+    outputs = translate(model, task, [task.encode_source(line) for line in lines], _decode_config(args))
+    for line in outputs:
+        print(line)
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from zoo.evaluate import evaluate
+
+    model, task, _ = load_run(args.run_dir)
+    total = min(args.limit or len(task.examples(args.split)), len(task.examples(args.split)))
+    with Progress(console=errors, transient=True) as bar:
+        progress = bar.add_task(f"decoding {args.split} (beam {args.beam})", total=total)
+        metrics, hypotheses = evaluate(model, task, args.split, _decode_config(args), limit=args.limit,
+                                       progress=lambda n: bar.advance(progress, n))
+    name = f"eval-{args.split}-beam{args.beam}" + (f"-first{args.limit}" if args.limit else "")
+    write_json(Path(args.run_dir) / f"{name}.json", metrics)
+    (Path(args.run_dir) / f"{name}.hyp").write_text("".join(h + "\n" for h in hypotheses))
+    console.print(_metrics_table(f"{args.run_dir} on {args.split} -> {name}.json", metrics))
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    import json
+
+    from zoo.bench import BenchConfig, run
+
+    config = BenchConfig(spec=args.spec, d_model=args.d_model, n_heads=args.n_heads, d_ff=args.d_ff,
+                         layers=args.layers, vocab=args.vocab, rounds=args.rounds)
+    results = run(config, report=lambda line: errors.print(f"[dim]{line}[/dim]"))
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    table = Table(title=f"zoo bench: {args.spec} at d_model {args.d_model}, {args.layers}+{args.layers} layers, "
+                  f"vocab {args.vocab}, {results['threads']} threads (medians of interleaved rounds)",
+                  title_justify="left")
+    for column in ("measure", "zoo", "reference", "ratio"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    for precision in ("fp32", "bf16"):
+        table.add_row(f"training tokens/s, {precision} (vs torch.nn.Transformer)",
+                      f"{results[f'train_{precision}_zoo_tok_s']:,.0f}", f"{results[f'train_{precision}_torch_tok_s']:,.0f}",
+                      f"{results[f'train_{precision}_ratio']:.2f}x")
+    table.add_row("greedy decoding tokens/s, 64 tokens (KV cache vs none)", f"{results['decode_cached_tok_s']:,.0f}",
+                  f"{results['decode_uncached_tok_s']:,.0f}", f"{results['decode_cache_ratio']:.2f}x")
+    table.add_row("training FLOP/s, fp32 (vs measured matmul peak)", f"{results['train_fp32_achieved_flop_s'] / 1e9:,.1f} G",
+                  f"{results['matmul_peak_flop_s'] / 1e9:,.1f} G", f"{results['train_fp32_peak_fraction']:.0%}")
+    console.print(table)
+    return 0
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("train", help="train a spec on a task into a run directory",
+                       description="Train SPEC (preset or spec file) on TASK: copy, reverse, sort, long-copy, or "
+                       "CORPUS:SRC-TGT such as multi30k:de-en read from --data-dir. Resumable with --resume.")
+    p.add_argument("spec", metavar="SPEC")
+    p.add_argument("--task", required=True, help="copy | reverse | sort | long-copy | CORPUS:SRC-TGT")
+    p.add_argument("--data-dir", help="folder holding CORPUS/{train,valid,test}.LANG (default: $ZOO_DATA_DIR or ../shared/data)")
+    p.add_argument("--out", required=True, metavar="RUN_DIR")
+    p.add_argument("--config", metavar="TRAIN_FILE", help="training config (TOML/YAML/JSON); a [task] table sets task options")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a model spec field")
+    p.add_argument("--train", action="append", metavar="KEY=VALUE", help="override a training config field, e.g. steps=2000")
+    p.add_argument("--task-set", action="append", metavar="KEY=VALUE", help="override a task option, e.g. vocab_size=8000")
+    p.add_argument("--resume", action="store_true", help="continue the run in RUN_DIR from its last checkpoint")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(run=cmd_train)
+
+    for name, helptext in (("translate", "translate stdin line by line with a trained run"),
+                           ("evaluate", "score a trained run on a split (BLEU/chrF or exact match, perplexity)")):
+        p = sub.add_parser(name, help=helptext, description=helptext)
+        p.add_argument("run_dir", metavar="RUN_DIR")
+        if name == "evaluate":
+            p.add_argument("--split", default="test", choices=["train", "valid", "test"])
+            p.add_argument("--limit", type=int, help="only the first N sentences")
+        p.add_argument("--beam", type=int, default=1 if name == "evaluate" else 4, help="beam size (1 = greedy)")
+        p.add_argument("--alpha", type=float, default=0.6, help="GNMT length penalty exponent")
+        p.add_argument("--max-ratio", type=float, default=1.5, help="output length limit: ratio x source length")
+        p.add_argument("--max-extra", type=int, default=10, help="... plus this many tokens")
+        p.add_argument("--no-cache", action="store_true", help="decode without the key/value cache")
+        p.set_defaults(run=cmd_translate if name == "translate" else cmd_evaluate)
+
+    p = sub.add_parser("bench", help="throughput ratios against torch.nn.Transformer and the KV cache",
+                       description="Train the same model as zoo and as torch.nn.Transformer in one process, "
+                       "interleaved, and print ratios (fp32 and bf16); also greedy decoding with vs without "
+                       "the key/value cache, and achieved FLOP/s against this machine's matmul peak.")
+    p.add_argument("--spec", default="paper-base", help="preset or spec file (default paper-base)")
+    p.add_argument("--d-model", type=int, default=256)
+    p.add_argument("--n-heads", type=int, default=4)
+    p.add_argument("--d-ff", type=int, default=1024)
+    p.add_argument("--layers", type=int, default=3, help="encoder and decoder layers each")
+    p.add_argument("--vocab", type=int, default=8000)
+    p.add_argument("--rounds", type=int, default=7, help="interleaved rounds per comparison")
+    p.add_argument("--json", action="store_true", help="print the raw results as JSON")
+    p.set_defaults(run=cmd_bench)

@@ -1,0 +1,22 @@
+"""zoo.data: tasks as token ids, tokenizers, and token-count batches.
+
+    task = load_task("multi30k:de-en", pad_id=spec.pad_id, vocab_size=8000)
+    pairs = task.examples("train")                     # [(src ids, tgt ids)], src ends with eos,
+                                                       # tgt is [bos] ... [eos]
+    for batch in token_batches([(len(s), len(t)) for s, t in pairs], 4096, seed=0, epoch=e):
+        src, tgt_in, tgt_out = collate([pairs[i] for i in batch], task.specials.pad)  # (B,S) (B,T) (B,T)
+    task.decode_target(ids) vs task.references("test")  # scored by task.metric ("bleu" | "exact")
+
+Files: config.py (TaskConfig, task names), task.py (Specials, Task, load_task), synthetic.py,
+text.py + corpus.py + tokenizer.py (parallel text), batching.py (token_batches, collate).
+"""
+
+from zoo.data.batching import collate, token_batches
+from zoo.data.config import TaskConfig
+from zoo.data.synthetic import SyntheticTask
+from zoo.data.task import Specials, Task, load_task
+from zoo.data.text import TextTask
+from zoo.errors import DataError
+
+__all__ = ["DataError", "Specials", "SyntheticTask", "Task", "TaskConfig", "TextTask", "collate", "load_task",
+           "token_batches"]

@@ -1,0 +1,172 @@
+"""Task: one translation task's splits as token ids, plus the text views a metric needs.
+
+A Task turns a TaskConfig into (src ids, tgt ids) pairs and back into text. Sequences follow one
+convention everywhere, so training and decoding code never look at the task kind:
+
+    source: tokens + [eos]            target: [bos] + tokens + [eos]
+
+Two kinds implement it: SyntheticTask (zoo/data/synthetic.py, generated from the seed, scored by
+exact match) and TextTask (zoo/data/text.py, parallel text through trained tokenizers, scored by
+BLEU). `Task.save` writes what a run directory needs to decode again without the cache
+(task.json + tokenizer files); `Task.load` reads it back without retraining.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from zoo.atomic import write_text_atomic
+from zoo.data.config import TaskConfig, make_config
+from zoo.errors import DataError
+
+SPLITS = ("train", "valid", "test")
+TASK_FILE = "task.json"
+FORMAT = 1  # bump when task.json changes incompatibly
+
+
+@dataclass(frozen=True)
+class Specials:
+    """Special token ids, shared by source and target.
+
+    pad is the model spec's pad_id; unk, bos and eos take the lowest other ids in that order
+    (pad 0 -> unk 1, bos 2, eos 3; pad 3 -> unk 0, bos 1, eos 2), so pad_id = 0 gives the
+    [PAD] [UNK] [BOS] [EOS] order most writeups use.
+    """
+
+    pad: int
+    unk: int
+    bos: int
+    eos: int
+
+    @classmethod
+    def for_pad(cls, pad_id: int) -> "Specials":
+        if isinstance(pad_id, bool) or not isinstance(pad_id, int) or pad_id < 0:
+            raise DataError(f"pad_id: expected a non-negative integer (the model spec's pad_id), got {pad_id!r}")
+        free = (i for i in itertools.count() if i != pad_id)
+        return cls(pad=pad_id, unk=next(free), bos=next(free), eos=next(free))
+
+    @property
+    def span(self) -> int:
+        """Ids below this are reserved for specials (and, when pad_id > 3, unused fillers)."""
+        return max(self.pad, self.unk, self.bos, self.eos) + 1
+
+
+class Task:
+    """A task's splits as id pairs and text. Build one with `load_task`; see the module docstring."""
+
+    kind: ClassVar[Literal["synthetic", "text"]]
+    metric: ClassVar[Literal["bleu", "exact"]]
+    _kinds: ClassVar[dict[str, type["Task"]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" in cls.__dict__:  # the class that introduces a kind is the one Task.load restores
+            Task._kinds[cls.kind] = cls
+
+    def __init__(self, config: TaskConfig, specials: Specials, src_vocab: int, tgt_vocab: int):
+        self.config = config
+        self.specials = specials
+        self.src_vocab = src_vocab  # sizes including the special ids
+        self.tgt_vocab = tgt_vocab
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.config.name!r}, src_vocab={self.src_vocab}, "
+                f"tgt_vocab={self.tgt_vocab}, pad={self.specials.pad})")
+
+    # -- the interface each kind implements ------------------------------------------------------
+    def examples(self, split: str) -> list[tuple[list[int], list[int]]]:
+        """(tokens + [eos], [bos] + tokens + [eos]) pairs, aligned with sources() and references()."""
+        raise NotImplementedError
+
+    def sources(self, split: str) -> list[str]:
+        """Raw source text of `split`."""
+        raise NotImplementedError
+
+    def references(self, split: str) -> list[str]:
+        """Raw target text of `split`: what decoded output is scored against."""
+        raise NotImplementedError
+
+    def encode_source(self, text: str) -> list[int]:
+        """Tokens + [eos] for one source sentence (the same ids examples() gives)."""
+        raise NotImplementedError
+
+    def decode_target(self, ids: list[int]) -> str:
+        """Text of a decoded target, comparable to references()."""
+        raise NotImplementedError
+
+    @classmethod
+    def _create(cls, config: TaskConfig, specials: Specials, cache_dir: Path | None) -> "Task":
+        raise NotImplementedError
+
+    def _save_files(self, folder: Path) -> dict[str, Any]:
+        """Write kind-specific files into `folder`; return what task.json must record about them."""
+        return {}
+
+    @classmethod
+    def _restore(cls, config: TaskConfig, specials: Specials, folder: Path, state: dict[str, Any]) -> "Task":
+        raise NotImplementedError
+
+    # -- shared helpers --------------------------------------------------------------------------
+    @staticmethod
+    def _check_split(split: str) -> str:
+        if split not in SPLITS:
+            raise DataError(f"split: {split!r} is not a split (allowed: {', '.join(SPLITS)})")
+        return split
+
+    def _target_tokens(self, ids: list[int]) -> list[int]:
+        """Everything before the first eos, without bos and pad: the tokens a hypothesis consists of."""
+        ids = [int(i) for i in ids]
+        if self.specials.eos in ids:
+            ids = ids[: ids.index(self.specials.eos)]
+        return [i for i in ids if i not in (self.specials.bos, self.specials.pad)]
+
+    # -- persistence -----------------------------------------------------------------------------
+    def save(self, folder: Path) -> None:
+        """Write task.json (config, pad id, sizes) and the kind's own files (tokenizers) into `folder`."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        state = self._save_files(folder)
+        record = {
+            "format": FORMAT,
+            "kind": self.kind,
+            "config": self.config.model_dump(mode="json"),
+            "pad_id": self.specials.pad,
+            "src_vocab": self.src_vocab,
+            "tgt_vocab": self.tgt_vocab,
+            **state,
+        }
+        write_text_atomic(folder / TASK_FILE, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+
+    @classmethod
+    def load(cls, folder: Path) -> "Task":
+        """The task saved in `folder`, without retraining; text is read lazily from the data folder."""
+        path = Path(folder) / TASK_FILE
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise DataError(f"{path}: no saved task here (Task.save writes {TASK_FILE})") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise DataError(f"{path}: cannot read saved task ({err})") from None
+        if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("kind") not in Task._kinds:
+            raise DataError(f"{path}: not a task file of format {FORMAT} with kind in {sorted(Task._kinds)}")
+        config = make_config(record.get("config") or {})
+        specials = Specials.for_pad(record.get("pad_id", 0))
+        return Task._kinds[record["kind"]]._restore(config, specials, Path(folder), record)
+
+
+def load_task(config: TaskConfig | str, *, pad_id: int = 0, cache_dir: Path | None = None, **overrides: Any) -> Task:
+    """A Task from a config or a task name, with TaskConfig field overrides.
+
+    `pad_id` must be the model spec's pad_id. `cache_dir` holds trained tokenizers (default
+    $ZOO_CACHE/tokenizers, else ~/.cache/zoo/tokenizers); synthetic tasks do not use it.
+
+        load_task("copy", symbols=10)                    # exact-match task, vocab 4 + 10
+        load_task("multi30k:de-en", vocab_size=8000)     # BLEU task, joint BPE
+    """
+    config = make_config(config, overrides)
+    specials = Specials.for_pad(pad_id)
+    return Task._kinds[config.kind]._create(config, specials, Path(cache_dir) if cache_dir is not None else None)

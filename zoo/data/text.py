@@ -1,0 +1,130 @@
+"""Parallel text tasks: `CORPUS:SRC-TGT` read from a corpus folder through trained tokenizers.
+
+load_task reads and checks every split at once (so a broken test file fails before training, not
+after it), trains or fetches the tokenizers from the cache, and tokenizes each split on first use
+with `encode_batch` (multi30k's 29k pairs take about a second). A task restored with Task.load
+reads its text only when examples, sources or references are first asked for.
+
+Training pairs with more than max_tokens_per_sentence tokens on either side are dropped, and
+sources("train") / references("train") drop the same lines, so index i means the same pair in
+all three views. valid and test are never filtered: every reference is scored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tokenizers import Tokenizer
+
+from zoo.atomic import write_atomic
+from zoo.data.config import TaskConfig
+from zoo.data.corpus import ParallelSplit, read_corpus, resolve_data_dir
+from zoo.data.task import Specials, Task
+from zoo.data.tokenizer import cached_tokenizer, default_cache_dir, load_tokenizer
+
+JOINT_FILE = "tokenizer.json"
+SIDE_FILES = {"src": "tokenizer.src.json", "tgt": "tokenizer.tgt.json"}
+
+
+class TextTask(Task):
+    """Sentences of a parallel corpus as subword (or word) ids, scored by BLEU."""
+
+    kind = "text"
+    metric = "bleu"
+
+    def __init__(self, config: TaskConfig, specials: Specials, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
+                 data_dir: Path | None, corpus: dict[str, ParallelSplit] | None = None, keys: dict[str, str] | None = None):
+        super().__init__(config, specials, src_tokenizer.get_vocab_size(), tgt_tokenizer.get_vocab_size())
+        self.src_tokenizer = src_tokenizer
+        self.tgt_tokenizer = tgt_tokenizer  # the same object when config.joint
+        self.data_dir = data_dir
+        self.tokenizer_keys = dict(keys or {})
+        self._corpus = corpus
+        self._views: dict[str, tuple[list[str], list[str], list[tuple[list[int], list[int]]]]] = {}
+
+    @classmethod
+    def _create(cls, config: TaskConfig, specials: Specials, cache_dir: Path | None) -> "TextTask":
+        name = config.parsed
+        data_dir = resolve_data_dir(config.data_dir)
+        corpus = read_corpus(data_dir, name.corpus, name.src, name.tgt)
+        cache = cache_dir if cache_dir is not None else default_cache_dir()
+        train = corpus["train"]
+        if config.joint:
+            # Both directions of a corpus train on the same lines in the same order, so de-en and
+            # en-de share one cache entry and one vocabulary.
+            by_lang = {name.src: train.src, name.tgt: train.tgt}
+            joint, key = cached_tokenizer(config, specials, [by_lang[lang] for lang in sorted(by_lang)], cache)
+            return cls(config, specials, joint, joint, data_dir, corpus, {"joint": key})
+        src, src_key = cached_tokenizer(config, specials, [train.src], cache)
+        tgt, tgt_key = cached_tokenizer(config, specials, [train.tgt], cache)
+        return cls(config, specials, src, tgt, data_dir, corpus, {"src": src_key, "tgt": tgt_key})
+
+    # -- persistence -----------------------------------------------------------------------------
+    def _save_files(self, folder: Path) -> dict[str, Any]:
+        if self.config.joint:
+            files = {"joint": JOINT_FILE}
+            write_atomic(folder / JOINT_FILE, lambda tmp: self.src_tokenizer.save(str(tmp)))
+        else:
+            files = dict(SIDE_FILES)
+            write_atomic(folder / files["src"], lambda tmp: self.src_tokenizer.save(str(tmp)))
+            write_atomic(folder / files["tgt"], lambda tmp: self.tgt_tokenizer.save(str(tmp)))
+        return {"tokenizer_files": files, "tokenizer_keys": self.tokenizer_keys, "data_dir": str(self.data_dir)}
+
+    @classmethod
+    def _restore(cls, config: TaskConfig, specials: Specials, folder: Path, state: dict[str, Any]) -> "TextTask":
+        if config.joint:
+            src = tgt = load_tokenizer(folder / JOINT_FILE, specials)
+        else:
+            src = load_tokenizer(folder / SIDE_FILES["src"], specials)
+            tgt = load_tokenizer(folder / SIDE_FILES["tgt"], specials)
+        saved = Path(state.get("data_dir") or ".")
+        # The folder the task was built from, if it is still there; else the usual lookup, lazily.
+        data_dir = saved if saved.is_dir() else config.data_dir
+        return cls(config, specials, src, tgt, data_dir, None, state.get("tokenizer_keys"))
+
+    # -- text and ids ----------------------------------------------------------------------------
+    def _split(self, split: str) -> tuple[list[str], list[str], list[tuple[list[int], list[int]]]]:
+        split = self._check_split(split)
+        if split not in self._views:
+            if self._corpus is None:
+                name = self.config.parsed
+                self._corpus = read_corpus(resolve_data_dir(self.data_dir), name.corpus, name.src, name.tgt)
+            pair = self._corpus[split]
+            sources, references = pair.src.lines, pair.tgt.lines
+            src_ids, tgt_ids = _encode(self.src_tokenizer, sources), _encode(self.tgt_tokenizer, references)
+            keep = range(len(sources))
+            if split == "train":
+                limit = self.config.max_tokens_per_sentence
+                keep = [i for i in keep if len(src_ids[i]) <= limit and len(tgt_ids[i]) <= limit]
+            if self.config.lowercase:  # score lowercased output against lowercased references
+                normalize = self.tgt_tokenizer.normalizer.normalize_str
+                references = [normalize(line) for line in references]
+            eos, bos = self.specials.eos, self.specials.bos
+            self._views[split] = (
+                [sources[i] for i in keep],
+                [references[i] for i in keep],
+                [([*src_ids[i], eos], [bos, *tgt_ids[i], eos]) for i in keep],
+            )
+        return self._views[split]
+
+    def examples(self, split: str) -> list[tuple[list[int], list[int]]]:
+        return list(self._split(split)[2])  # copies: a caller shuffling them must not reorder the cache
+
+    def sources(self, split: str) -> list[str]:
+        return list(self._split(split)[0])
+
+    def references(self, split: str) -> list[str]:
+        return list(self._split(split)[1])
+
+    def encode_source(self, text: str) -> list[int]:
+        return [*self.src_tokenizer.encode(text.strip(), add_special_tokens=False).ids, self.specials.eos]
+
+    def decode_target(self, ids: list[int]) -> str:
+        """Detokenized text; an [UNK] stays visible as '[UNK]' rather than silently vanishing."""
+        return self.tgt_tokenizer.decode(self._target_tokens(ids), skip_special_tokens=False)
+
+
+def _encode(tokenizer: Tokenizer, lines: list[str]) -> list[list[int]]:
+    encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)  # _fast skips offsets (>= 0.20)
+    return [encoding.ids for encoding in encode(lines, add_special_tokens=False)]

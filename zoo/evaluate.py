@@ -1,0 +1,95 @@
+"""Evaluation: teacher-forced loss and perplexity, and decoded-output metrics.
+
+Text tasks are scored with sacreBLEU on detokenized output against the raw references: BLEU
+(cased, sacreBLEU's default 13a tokenization), BLEU lowercased (`lowercase=True`), and chrF.
+Synthetic tasks report exact match (whole sequence) and token accuracy (position by position
+against the reference, over the reference's length).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import sacrebleu
+import torch
+
+from zoo.data import Task, collate, token_batches
+from zoo.decode import DecodeConfig, decode
+from zoo.model import Seq2Seq
+from zoo.train.loss import loss_sums
+
+
+def _batches(task: Task, split: str, batch_tokens: int, limit: int | None):
+    examples = task.examples(split)[:limit] if limit else task.examples(split)
+    lengths = [(len(s), len(t)) for s, t in examples]
+    return examples, token_batches(lengths, batch_tokens, seed=0, epoch=0, shuffle=False)
+
+
+@torch.no_grad()
+def validation_loss(model: Seq2Seq, task: Task, split: str = "valid", *, smoothing: float = 0.0,
+                    batch_tokens: int = 8000, limit: int | None = None, device: torch.device | None = None) -> dict:
+    """Teacher-forced loss and NLL per target token, and perplexity = exp(NLL)."""
+    was_training = model.training
+    model.eval()
+    device = device or next(model.parameters()).device
+    examples, batches = _batches(task, split, batch_tokens, limit)
+    loss = nll = 0.0
+    tokens = 0
+    for batch in batches:
+        src, tgt_in, tgt_out = (t.to(device) for t in collate([examples[i] for i in batch], task.specials.pad))
+        sums = loss_sums(model(src, tgt_in), tgt_out, model.spec.output.kind, task.specials.pad, smoothing)
+        loss, nll, tokens = loss + sums.loss.item(), nll + sums.nll.item(), tokens + sums.tokens
+    model.train(was_training)
+    mean_nll = nll / max(tokens, 1)
+    return {"loss": loss / max(tokens, 1), "nll": mean_nll, "ppl": math.exp(min(mean_nll, 700)), "tokens": tokens}
+
+
+@torch.no_grad()
+def translate(model: Seq2Seq, task: Task, sources: list[list[int]], config: DecodeConfig, *,
+              batch_tokens: int = 6000, progress: Callable[[int], None] | None = None) -> list[str]:
+    """Decode source id lists in length-sorted batches; detokenized outputs in the input order."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    order = token_batches([(len(s), len(s)) for s in sources], max(batch_tokens // max(config.beam, 1), 1),
+                          seed=0, epoch=0, shuffle=False)
+    outputs: list[str] = [""] * len(sources)
+    specials = task.specials
+    for batch in order:
+        src, _, _ = collate([(sources[i], [specials.bos, specials.eos]) for i in batch], specials.pad)
+        hyps = decode(model, src.to(device), specials.bos, specials.eos, config)
+        for i, ids in zip(batch, hyps):
+            outputs[i] = task.decode_target([specials.bos, *ids, specials.eos])
+        if progress:
+            progress(len(batch))
+    model.train(was_training)
+    return outputs
+
+
+def score(task: Task, hypotheses: list[str], references: list[str]) -> dict:
+    if task.metric == "bleu":
+        return {
+            "bleu": sacrebleu.corpus_bleu(hypotheses, [references]).score,
+            "bleu_lowercase": sacrebleu.corpus_bleu(hypotheses, [references], lowercase=True).score,
+            "chrf": sacrebleu.corpus_chrf(hypotheses, [references]).score,
+        }
+    exact = sum(h == r for h, r in zip(hypotheses, references))
+    right = total = 0
+    for hyp, ref in zip(hypotheses, references):
+        hyp_tokens, ref_tokens = hyp.split(), ref.split()
+        right += sum(h == r for h, r in zip(hyp_tokens, ref_tokens))
+        total += len(ref_tokens)
+    return {"exact_match": 100.0 * exact / max(len(references), 1), "token_accuracy": 100.0 * right / max(total, 1)}
+
+
+def evaluate(model: Seq2Seq, task: Task, split: str, config: DecodeConfig, *, limit: int | None = None,
+             progress: Callable[[int], None] | None = None) -> tuple[dict, list[str]]:
+    """Loss/perplexity and the task's metric on `split` (first `limit` sentences); also the outputs."""
+    examples = task.examples(split)[:limit] if limit else task.examples(split)
+    references = task.references(split)[: len(examples)]
+    hypotheses = translate(model, task, [src for src, _ in examples], config, progress=progress)
+    metrics = {"split": split, "sentences": len(examples), "beam": config.beam, "alpha": config.alpha,
+               **score(task, hypotheses, references),
+               **{f"{k}": v for k, v in validation_loss(model, task, split, limit=limit).items() if k != "loss"}}
+    return metrics, hypotheses

@@ -1,0 +1,69 @@
+"""TrainConfig: the training recipe, validated like the model spec (unknown keys are errors).
+
+Defaults are the paper's recipe (Vaswani et al. 2017, section 5.3-5.4): Adam (0.9, 0.98, 1e-9),
+inverse-square-root schedule with linear warmup, peak d_model^-0.5 * warmup^-0.5, label smoothing 0.1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from zoo.errors import SpecError
+from zoo.spec import _describe, apply_overrides, read_spec_file
+
+
+class TrainConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # budget: training stops at whichever is reached first (at least one is required)
+    steps: int | None = Field(None, gt=0, description="optimizer steps")
+    epochs: float | None = Field(None, gt=0, description="passes over the training data")
+    minutes: float | None = Field(None, gt=0, description="training time, evaluation excluded, summed over resumes")
+
+    batch_tokens: int = Field(4096, gt=0, description="padded tokens per batch (max(src, tgt) length x sentences)")
+    accumulate: int = Field(1, gt=0, description="batches per optimizer step (gradient accumulation)")
+    lr: float | None = Field(None, gt=0, description="peak learning rate; None = d_model^-0.5 * warmup^-0.5")
+    schedule: Literal["inverse-sqrt", "constant", "linear-decay"] = "inverse-sqrt"
+    warmup: int = Field(4000, ge=0, description="steps of linear warmup")
+    betas: tuple[float, float] = (0.9, 0.98)
+    eps: float = Field(1e-9, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    label_smoothing: float = Field(0.1, ge=0, lt=1)
+    clip_norm: float | None = Field(1.0, gt=0, description="clip the gradient norm (not in the paper; None = off)")
+
+    eval_interval: int = Field(1000, gt=0, description="steps between validation passes")
+    eval_sentences: int | None = Field(500, gt=0, description="validation sentences decoded (greedy) at each pass; None = all")
+    checkpoint_interval: int = Field(500, gt=0, description="steps between checkpoints")
+    log_interval: int = Field(10, gt=0, description="steps between metric lines")
+
+    seed: int = 0
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    precision: Literal["fp32", "bf16"] = Field("fp32", description="bf16 = bfloat16 autocast (CPU and GPU)")
+    threads: int | None = Field(None, gt=0, description="torch CPU threads; None = PyTorch's default")
+
+    @model_validator(mode="after")
+    def _budget(self) -> "TrainConfig":
+        if self.steps is None and self.epochs is None and self.minutes is None:
+            raise ValueError("steps: give a budget: steps, epochs or minutes (any combination; the first reached ends training)")
+        if self.schedule == "linear-decay" and self.steps is None:
+            raise ValueError("schedule: 'linear-decay' decays to 0 at `steps`, so it needs steps")
+        return self
+
+    def peak_lr(self, d_model: int) -> float:
+        return self.lr if self.lr is not None else d_model ** -0.5 * max(self.warmup, 1) ** -0.5
+
+
+def load_train_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> tuple[TrainConfig, dict[str, Any]]:
+    """A TrainConfig from a TOML/YAML/JSON file (optional) plus overrides; also returns the file's
+    [task] table (task options kept beside the recipe), if any."""
+    data = read_spec_file(Path(path)) if path is not None else {}
+    task = data.pop("task", {}) if isinstance(data.get("task", {}), dict) else {}
+    data = apply_overrides(data, overrides)
+    try:
+        return TrainConfig.model_validate(data), task
+    except ValidationError as err:
+        where = f"{path}: " if path else "training config: "
+        raise SpecError(where + "; ".join(_describe(e, fields=TrainConfig.model_fields) for e in err.errors())) from None

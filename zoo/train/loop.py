@@ -1,0 +1,219 @@
+"""The training loop: resumable, deterministic on CPU, stops cleanly on divergence.
+
+Determinism: batches come from (seed, epoch) alone, and the checkpoint keeps the position in the
+data and the RNG state, so a run resumed from its last checkpoint ends with the same numbers as
+one never interrupted (timings aside). The time budget counts training time only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from zoo.build import build
+from zoo.data import Task, collate, token_batches
+from zoo.decode import DecodeConfig
+from zoo.evaluate import evaluate, validation_loss
+from zoo.spec import ModelSpec
+from zoo.train.config import TrainConfig
+from zoo.train.loss import loss_sums
+from zoo.train.run import RunError, atomic_write, read_metrics, save_checkpoint, write_json
+from zoo.train.schedule import learning_rate
+
+
+@dataclass
+class Position:
+    step: int = 0  # optimizer steps taken
+    epoch: int = 0
+    index: int = 0  # next batch within the epoch
+    tokens: int = 0  # target tokens trained on
+    seconds: float = 0.0  # training time so far
+
+
+def select_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RunError("device: 'cuda' asked for, but PyTorch sees no CUDA device; use device = 'auto' or 'cpu'")
+    return torch.device(name)
+
+
+class Trainer:
+    def __init__(self, spec: ModelSpec, task: Task, config: TrainConfig, out: str | Path, *,
+                 resume: bool = False, progress: bool = True, console: Console | None = None):
+        self.spec, self.task, self.config, self.out = spec, task, config, Path(out)
+        self.resume, self.show_progress = resume, progress
+        self.console = console or Console(stderr=True)
+        self.device = select_device(config.device)
+        examples = task.examples("train")
+        self.examples = examples
+        self.lengths = [(len(src), len(tgt) - 1) for src, tgt in examples]
+        self._epoch_batches: tuple[int, list[list[int]]] | None = None
+
+    # -- run directory -------------------------------------------------------------------------
+    def _prepare(self) -> dict[str, Any] | None:
+        """Write the run's description, or check it against what is there; a finished run's summary."""
+        spec_file, config_file = self.out / "spec.json", self.out / "train.json"
+        described = {"digest": self.spec.digest(), "spec": self.spec.model_dump(mode="json")}
+        if spec_file.exists():
+            if not self.resume:
+                raise RunError(f"{self.out} already holds a run; pass --resume to continue it, or choose another --out")
+            if json.loads(spec_file.read_text())["digest"] != described["digest"]:
+                raise RunError(f"{self.out} holds a run of another spec (digest differs); choose another --out")
+            if json.loads(config_file.read_text()) != self.config.model_dump(mode="json"):
+                raise RunError(f"{self.out} holds a run with another training config; choose another --out")
+            summary = self.out / "summary.json"
+            return json.loads(summary.read_text()) if summary.exists() else None
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.task.save(self.out / "task")
+        write_json(config_file, self.config.model_dump(mode="json"))
+        write_json(spec_file, described)  # last: its presence marks a started run
+        return None
+
+    def _batches(self, epoch: int) -> list[list[int]]:
+        if self._epoch_batches is None or self._epoch_batches[0] != epoch:
+            batches = token_batches(self.lengths, self.config.batch_tokens, seed=self.config.seed, epoch=epoch)
+            self._epoch_batches = (epoch, batches)
+        return self._epoch_batches[1]
+
+    def _next_group(self, pos: Position) -> list[list[int]]:
+        """The `accumulate` batches of the next optimizer step; advances `pos` through epochs."""
+        group = []
+        for _ in range(self.config.accumulate):
+            batches = self._batches(pos.epoch)
+            if pos.index >= len(batches):
+                pos.epoch, pos.index = pos.epoch + 1, 0
+                batches = self._batches(pos.epoch)
+            group.append(batches[pos.index])
+            pos.index += 1
+        return group
+
+    def _epochs_done(self, pos: Position) -> float:
+        return pos.epoch + pos.index / max(len(self._batches(pos.epoch)), 1)
+
+    def _fraction(self, pos: Position) -> float:
+        c = self.config
+        parts = [pos.step / c.steps if c.steps else 0.0, self._epochs_done(pos) / c.epochs if c.epochs else 0.0,
+                 pos.seconds / (60 * c.minutes) if c.minutes else 0.0]
+        return min(1.0, max(parts))
+
+    # -- one optimizer step --------------------------------------------------------------------
+    def _step(self, model, optimizer, group: list[list[int]], pos: Position) -> dict[str, Any]:
+        c, pad = self.config, self.task.specials.pad
+        lr = learning_rate(pos.step + 1, c, self.spec.d_model)
+        for group_ in optimizer.param_groups:
+            group_["lr"] = lr
+        collated = [collate([self.examples[i] for i in batch], pad) for batch in group]
+        total = sum(int(tgt_out.ne(pad).sum()) for _, _, tgt_out in collated)
+        loss_sum = nll_sum = 0.0
+        optimizer.zero_grad(set_to_none=True)
+        for src, tgt_in, tgt_out in collated:
+            src, tgt_in, tgt_out = src.to(self.device), tgt_in.to(self.device), tgt_out.to(self.device)
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=c.precision == "bf16"):
+                scores = model(src, tgt_in)  # (B, T, V)
+            sums = loss_sums(scores, tgt_out, self.spec.output.kind, pad, c.label_smoothing)
+            (sums.loss / total).backward()
+            loss_sum, nll_sum = loss_sum + sums.loss.item(), nll_sum + sums.nll.item()
+        grad_norm = None
+        if c.clip_norm is not None:
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), c.clip_norm))
+        if math.isfinite(loss_sum):
+            optimizer.step()
+        return {"loss": loss_sum / total, "nll": nll_sum / total, "lr": lr, "grad_norm": grad_norm, "tokens": total}
+
+    # -- evaluation ----------------------------------------------------------------------------
+    def _evaluate(self, model, pos: Position) -> dict[str, Any]:
+        valid = validation_loss(model, self.task, "valid", smoothing=self.config.label_smoothing, device=self.device)
+        decoded, _ = evaluate(model, self.task, "valid", DecodeConfig(beam=1), limit=self.config.eval_sentences)
+        keep = ("bleu", "bleu_lowercase", "chrf", "exact_match", "token_accuracy")
+        return {"event": "eval", "step": pos.step, "epoch": round(self._epochs_done(pos), 4),
+                "seconds": round(pos.seconds, 2), "valid_loss": valid["loss"], "valid_nll": valid["nll"],
+                "valid_ppl": valid["ppl"], "decoded_sentences": decoded["sentences"],
+                **{k: decoded[k] for k in keep if k in decoded}}
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        finished = self._prepare()
+        if finished is not None:
+            return finished
+        c = self.config
+        if c.threads:
+            torch.set_num_threads(c.threads)
+        model = build(self.spec, seed=c.seed).to(self.device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=c.betas, eps=c.eps, weight_decay=c.weight_decay)
+        pos = Position()
+        torch.manual_seed(c.seed)  # dropout
+        metrics_file, checkpoint_file = self.out / "metrics.jsonl", self.out / "checkpoint.pt"
+        if checkpoint_file.exists():
+            state = torch.load(checkpoint_file, map_location="cpu", weights_only=False)
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            pos = Position(**state["position"])
+            torch.set_rng_state(state["rng"])
+            if torch.cuda.is_available() and state.get("cuda_rng") is not None:
+                torch.cuda.set_rng_state_all(state["cuda_rng"])
+        # Lines logged after the checkpoint are replayed identically; drop them so none is doubled.
+        kept = [row for row in read_metrics(metrics_file) if row["step"] <= pos.step]
+        atomic_write(metrics_file, "".join(json.dumps(row) + "\n" for row in kept))
+
+        def checkpoint() -> None:
+            save_checkpoint(checkpoint_file, {
+                "model": model.state_dict(), "optimizer": optimizer.state_dict(), "position": asdict(pos),
+                "rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                "spec_digest": self.spec.digest(),
+            })
+
+        summary: dict[str, Any] = {"status": "complete", "reason": ""}
+        last_eval: dict[str, Any] | None = None
+        model.train()
+        with open(metrics_file, "a") as log, self._progress() as bar:
+            task_bar = bar.add_task("training", total=1000, loss="", speed="") if bar else None
+            while self._fraction(pos) < 1.0:
+                started = time.perf_counter()
+                group = self._next_group(pos)
+                row = self._step(model, optimizer, group, pos)
+                elapsed = time.perf_counter() - started
+                pos.step, pos.tokens, pos.seconds = pos.step + 1, pos.tokens + row["tokens"], pos.seconds + elapsed
+                if not math.isfinite(row["loss"]):
+                    summary = {"status": "diverged", "reason": f"diverged at step {pos.step}: loss is {row['loss']}"}
+                    log.write(json.dumps({"event": "diverged", "step": pos.step, "loss": str(row["loss"])}) + "\n")
+                    break
+                row = {"step": pos.step, "epoch": round(self._epochs_done(pos), 4), **row,
+                       "tok_per_s": round(row["tokens"] / elapsed, 1), "seconds": round(pos.seconds, 3)}
+                log.write(json.dumps(row) + "\n")
+                log.flush()
+                if bar is not None:
+                    bar.update(task_bar, completed=1000 * self._fraction(pos),
+                               loss=f"loss {row['loss']:.3f}", speed=f"{row['tok_per_s']:,.0f} tok/s")
+                done = self._fraction(pos) >= 1.0
+                if pos.step % c.eval_interval == 0 or done:
+                    last_eval = self._evaluate(model, pos)
+                    log.write(json.dumps(last_eval) + "\n")
+                    log.flush()
+                if pos.step % c.checkpoint_interval == 0 or done:
+                    checkpoint()
+        summary.update({
+            "spec_digest": self.spec.digest(), "parameters": model.num_parameters(), "steps": pos.step,
+            "epochs": round(self._epochs_done(pos), 4), "tokens": pos.tokens, "train_seconds": round(pos.seconds, 2),
+            "device": str(self.device), "precision": c.precision, "final": last_eval,
+        })
+        write_json(self.out / "summary.json", summary)
+        return summary
+
+    def _progress(self):
+        if not self.show_progress:
+            from contextlib import nullcontext
+
+            return nullcontext(None)
+        return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                        TextColumn("{task.fields[loss]}"), TextColumn("{task.fields[speed]}"),
+                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=self.console)
