@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up zoo on a machine with Python >= 3.11 and pip.
 #   ./setup.sh        install zoo (a plain, non-editable install)
-#   ./setup.sh dev    install zoo editable with the test tools
+#   ./setup.sh dev    install zoo editable with the test tools and the Ray executor
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
@@ -10,7 +10,7 @@ if ! "$PY" -c "import torch" 2>/dev/null; then
   "$PY" -m pip install --quiet --root-user-action=ignore torch==2.13.0
 fi
 if [ "${1:-}" = "dev" ]; then
-  "$PY" -m pip install --quiet --root-user-action=ignore -e ".[dev]"
+  "$PY" -m pip install --quiet --root-user-action=ignore -e ".[dev,ray]"
 else
   "$PY" -m pip install --quiet --root-user-action=ignore .
 fi

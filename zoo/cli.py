@@ -171,9 +171,11 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("schema", help="print the JSON schema of a model spec")
     p.set_defaults(run=cmd_schema)
 
+    from zoo.cli_experiment import add_commands as add_experiment_commands
     from zoo.cli_train import add_commands
 
     add_commands(sub)
+    add_experiment_commands(sub)
     return top
 
 

@@ -1,0 +1,5 @@
+"""Experiments: grids of variants x tasks x seeds (config), run into run directories (runner)."""
+
+from zoo.experiment.config import Experiment, ExperimentConfig, ExperimentError, load_experiment
+
+__all__ = ["Experiment", "ExperimentConfig", "ExperimentError", "load_experiment"]
