@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import zoo
 from zoo.data import load_task
 from zoo.train import RunError, TrainConfig, Trainer, load_run, load_train_config
-from zoo.train.loss import loss_sums
+from zoo.loss import loss_sums
 from zoo.train.schedule import learning_rate
 
 TINY = {"d_model": 16, "n_heads": 2, "d_ff": 32, "encoder_layers": 1, "decoder_layers": 1}
@@ -130,20 +130,26 @@ def test_same_spec_config_and_seed_give_identical_metrics(tmp_path):
     assert sum(1 for r in runs[0] if r.get("event") == "eval") == 2
 
 
-def test_resume_from_a_checkpoint_equals_an_uninterrupted_run(tmp_path):
-    task, spec = copy_task(), None
+def test_resume_from_a_checkpoint_equals_an_uninterrupted_run(tmp_path, monkeypatch):
+    task = copy_task()
     spec = tiny_spec(task)
     Trainer(spec, task, quick_config(), tmp_path / "whole", progress=False).run()
-    # Stop at step 8 (a checkpoint), with lines logged past it, then resume towards step 12.
-    Trainer(spec, task, quick_config(steps=8), tmp_path / "part", progress=False).run()
-    part = tmp_path / "part"
-    (part / "summary.json").unlink()
-    with open(part / "metrics.jsonl", "a") as log:
-        log.write(json.dumps({"step": 9, "loss": 123.0}) + "\n")  # logged after the checkpoint, then killed
-    (part / "train.json").write_text(json.dumps(quick_config().model_dump(mode="json")))
-    summary = Trainer(spec, task, quick_config(), part, resume=True, progress=False).run()
+
+    real_step = Trainer._step
+
+    def interrupted(self, model, optimizer, group, pos):
+        if pos.step == 9:  # during the 10th step: checkpoint at 8, step 9 already logged
+            raise KeyboardInterrupt
+        return real_step(self, model, optimizer, group, pos)
+
+    monkeypatch.setattr(Trainer, "_step", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(spec, task, quick_config(), tmp_path / "part", progress=False).run()
+    assert max(r["step"] for r in metrics(tmp_path / "part")) == 9
+    monkeypatch.setattr(Trainer, "_step", real_step)
+    summary = Trainer(spec, task, quick_config(), tmp_path / "part", resume=True, progress=False).run()
     assert summary["status"] == "complete" and summary["steps"] == 12
-    assert deterministic(metrics(part)) == deterministic(metrics(tmp_path / "whole"))
+    assert deterministic(metrics(tmp_path / "part")) == deterministic(metrics(tmp_path / "whole"))
 
 
 def test_divergence_is_recorded_and_stops_cleanly(tmp_path, monkeypatch):

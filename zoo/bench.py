@@ -25,7 +25,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from zoo.build import build
 from zoo.interop import to_torch
 from zoo.spec import ModelSpec, load_spec
-from zoo.train.loss import loss_sums
+from zoo.loss import loss_sums
 
 Tensor = torch.Tensor
 

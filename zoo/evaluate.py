@@ -17,7 +17,7 @@ import torch
 from zoo.data import Task, collate, token_batches
 from zoo.decode import DecodeConfig, decode
 from zoo.model import Seq2Seq
-from zoo.train.loss import loss_sums
+from zoo.loss import loss_sums
 
 
 def _batches(task: Task, split: str, batch_tokens: int, limit: int | None):

@@ -13,6 +13,7 @@
     label = "pre-norm"
     base = "paper-base"
     set = {"residual.kind" = "pre-norm"}
+    train = {lr = 3e-3, warmup = 0}          # TrainConfig overrides for this variant only
 
     [[tasks]]
     name = "copy"
@@ -20,7 +21,7 @@
     train = {steps = 800}                                 # TrainConfig overrides for this task
     threshold = 90.0                                      # "steps to reach" this value of the task's metric
 
-    [train]                                  # TrainConfig fields for every run
+    [train]                                  # TrainConfig fields for every run (task, then variant override)
     batch_tokens = 2048
     [decode]                                 # how test sets are decoded for the final metrics
     beam = 1
@@ -52,6 +53,7 @@ class Variant(BaseModel):
     label: str = Field(description="short name, used in tables, plots and run directories")
     base: str = Field(description="preset name or spec file path")
     set: dict[str, Any] = Field(default_factory=dict, description="dotted spec overrides")
+    train: dict[str, Any] = Field(default_factory=dict, description="TrainConfig overrides for this variant (e.g. lr)")
 
     @field_validator("label")
     @classmethod
@@ -143,8 +145,10 @@ class Experiment:
     def name(self) -> str:
         return self.config.name
 
-    def train_config(self, task: TaskEntry, seed: int) -> TrainConfig:
-        return TrainConfig.model_validate({**self.config.train, **task.train, "seed": seed})
+    def train_config(self, task: TaskEntry, seed: int, variant: str | None = None) -> TrainConfig:
+        """Experiment-wide fields, then the task's overrides, then the variant's, then the seed."""
+        own = next((v.train for v in self.config.variants if v.label == variant), {})
+        return TrainConfig.model_validate({**self.config.train, **task.train, **own, "seed": seed})
 
     def task_config(self, task: TaskEntry) -> TaskConfig:
         options = dict(task.options)
@@ -183,7 +187,8 @@ def load_experiment(path: str | Path) -> Experiment:
     for i, task in enumerate(config.tasks):
         try:
             experiment.task_config(task)
-            experiment.train_config(task, config.seeds[0])
+            for variant in config.variants:
+                experiment.train_config(task, config.seeds[0], variant.label)
         except (DataError, ValidationError) as err:
             message = err if isinstance(err, DataError) else "; ".join(
                 _describe(e, fields=TrainConfig.model_fields) for e in err.errors())

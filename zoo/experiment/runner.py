@@ -83,7 +83,7 @@ def execute(cell: Cell, threads: int | None = None) -> str:
         spec = experiment.specs[cell.variant]
         task = load_task(experiment.task_config(entry), pad_id=spec.pad_id)
         spec = spec.with_overrides({"src_vocab": task.src_vocab, "tgt_vocab": task.tgt_vocab})
-        summary = Trainer(spec, task, experiment.train_config(entry, cell.seed), out, resume=True, progress=False).run()
+        summary = Trainer(spec, task, experiment.train_config(entry, cell.seed, cell.variant), out, resume=True, progress=False).run()
         if summary["status"] == "complete":
             model, task, _ = load_run(out)
             settings = experiment.config.decode

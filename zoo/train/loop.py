@@ -24,7 +24,7 @@ from zoo.decode import DecodeConfig
 from zoo.evaluate import evaluate, validation_loss
 from zoo.spec import ModelSpec
 from zoo.train.config import TrainConfig
-from zoo.train.loss import loss_sums
+from zoo.loss import loss_sums
 from zoo.train.run import RunError, atomic_write, read_metrics, save_checkpoint, write_json
 from zoo.train.schedule import learning_rate
 
