@@ -13,6 +13,7 @@ from zoo.experiment import load_experiment
 
 console = Console()
 errors = Console(stderr=True)
+TERMINAL_OMITS = {"trainable parameters", "training tokens/s", "valid loss"}
 
 
 # -- zoo run ---------------------------------------------------------------------------------------
@@ -60,6 +61,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     frame = collect(experiment, runs)
     for task in experiment.config.tasks:
         header, rows = results_rows(frame, experiment, task)
+        shown = [i for i, name in enumerate(header) if name not in TERMINAL_OMITS]  # all of them are in report.md
+        header, rows = [header[i] for i in shown], [[row[i] for i in shown] for row in rows]
         table = Table(title=f"{experiment.name} / {task.key} (mean ± 95% CI over seeds)", title_justify="left")
         for i, column in enumerate(header):
             table.add_column(column, justify="left" if i == 0 else "right", no_wrap=i == 0)

@@ -118,9 +118,10 @@ def findings_section(checks: list[FindingCheck], baseline: str) -> list[str]:
             difference = fmt_difference(test.difference, check.metric)
             evidence = (f": {test.verdict} (difference {difference}, p {fmt_p(test.p_value)}, {test.method}, "
                         f"seeds {test.n_baseline} vs {test.n_variant})")
-        lines.append(f"- **{check.outcome}** — “{f.claim}” ({f.source}). Expected {f.variant} to be "
-                     f"*{f.expect}* than {baseline} on {label(check.metric)}; on `{check.task}` the data say"
-                     f"{evidence or ' nothing: ' + check.outcome}.")
+        expected = (f"no difference between {f.variant} and {baseline}" if f.expect == "no difference"
+                    else f"{f.variant} to be *{f.expect}* than {baseline}")
+        lines.append(f"- **{check.outcome}** — “{f.claim}” ({f.source}). Expected {expected} on "
+                     f"{label(check.metric)}; on `{check.task}` the data say{evidence or ' nothing: ' + check.outcome}.")
     return lines
 
 
