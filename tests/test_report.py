@@ -318,3 +318,12 @@ def test_cli_report_without_runs_is_a_user_error(grid, tmp_path, capsys):
     experiment, _, _ = grid
     assert main(["report", str(experiment.path), "--runs", str(tmp_path / "nowhere")]) == 2
     assert "--runs" in capsys.readouterr().err
+
+
+def test_a_tested_difference_never_prints_as_zero():
+    from zoo.report.compare import fmt_difference
+
+    assert fmt_difference(0.0017, "bleu") == "+0.0017"
+    assert fmt_difference(-0.00042, "bleu") == "-0.00042"
+    assert fmt_difference(1.234, "bleu") == "+1.23"
+    assert fmt_difference(0.0, "bleu") == "0.00"

@@ -58,7 +58,14 @@ def fmt(value: float, column: str) -> str:
 
 
 def fmt_difference(value: float, column: str) -> str:
-    return "—" if math.isnan(value) else ("+" if value > 0 else "") + fmt(value, column)
+    """Signed difference; one that the column's format would round to zero keeps two significant
+    digits, so a tested difference never reads as '+0.00' next to a verdict of better/worse."""
+    if math.isnan(value):
+        return "—"
+    text = fmt(value, column)
+    if value != 0 and float(text.replace(",", "")) == 0:
+        text = f"{value:.2g}"
+    return ("+" if value > 0 else "") + text
 
 
 def fmt_estimate(estimate: Estimate, column: str) -> str:
