@@ -72,20 +72,27 @@ def test_outputs_respect_the_length_limit_and_strip_specials():
             assert BOS not in hyp and EOS not in hyp
 
 
-def test_beam_finds_a_better_or_equal_scored_hypothesis_than_greedy():
-    """The normalised log-probability of beam 4's output is never below greedy's."""
-    model, spec = model_for("paper-base", seed=5)
-    src, _ = random_batch(spec, torch.Generator().manual_seed(5), batch=6)
+def test_an_exhaustive_beam_returns_the_best_normalised_hypothesis():
+    """With a beam wider than the number of prefixes, beam search is exhaustive: it must return the
+    hypothesis that brute-force enumeration scores best (GNMT-normalised log-probability), where a
+    hypothesis either ends with EOS (which is scored) or stops at the length limit (EOS not scored)."""
+    import itertools
 
-    def normalised(ids, row):
-        prefix = torch.tensor([[BOS, *ids]])
+    spec = zoo.load_spec("paper-base", {**SMALL, "src_vocab": 7, "tgt_vocab": 7})
+    model = zoo.build(spec, seed=6)
+    genericize(model, torch.Generator().manual_seed(6), scale=1.0)
+    model.eval()
+    alpha, limit = 0.6, 3
+    config = DecodeConfig(beam=256, alpha=alpha, max_ratio=0.0, max_extra=limit)
+    tokens = [t for t in range(7) if t != EOS]
+    for src in (torch.tensor([[4, 5, 6, 3]]), torch.tensor([[6, 1, 3, 0]])):
         with torch.no_grad():
-            log_p = model.log_probs(model(src[row : row + 1], prefix))[0]
-        target = ids + [EOS]
-        return sum(log_p[i, t].item() for i, t in enumerate(target)) / length_penalty(len(ids), 0.6)
+            def score(hyp, ends):
+                log_p = model.log_probs(model(src, torch.tensor([[BOS, *hyp]])))[0]  # (len + 1, V)
+                target = hyp + ([EOS] if ends else [])
+                return sum(log_p[i, t].item() for i, t in enumerate(target)) / length_penalty(len(hyp), alpha)
 
-    config = DecodeConfig(beam=4, max_ratio=3.0, max_extra=5)
-    greedy_out, beam_out = greedy(model, src, BOS, EOS, config), beam_search(model, src, BOS, EOS, config)
-    for row, (g, b) in enumerate(zip(greedy_out, beam_out)):
-        if len(g) < int(src[row].ne(0).sum() * 3.0) + 5:  # greedy ended with EOS (not cut at the limit)
-            assert normalised(b, row) >= normalised(g, row) - 1e-4
+            candidates = [(score(list(h), True), list(h)) for n in range(limit) for h in itertools.product(tokens, repeat=n)]
+            candidates += [(score(list(h), False), list(h)) for h in itertools.product(tokens, repeat=limit)]
+        best = max(candidates)[1]
+        assert beam_search(model, src, BOS, EOS, config) == [best]

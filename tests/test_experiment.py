@@ -132,3 +132,10 @@ def test_ray_executor_runs_the_grid_on_a_local_ray_instance(tmp_path):
         ray.shutdown()
     assert set(result.values()) == {"complete"}
     assert all((Path(c.out) / "test.json").exists() for c in cells(load_experiment(SMOKE), tmp_path))
+
+
+def test_tied_embeddings_with_separate_tokenizers_are_rejected_before_training(tmp_path):
+    text = BASE.format(variant="", task="", train="").replace(
+        'name = "copy"', 'name = "multi30k:de-en"\noptions = {joint = false}')
+    with pytest.raises(ExperimentError, match="joint"):
+        load_experiment(write(tmp_path, text))  # paper-base ties all embeddings

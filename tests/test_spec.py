@@ -288,7 +288,7 @@ def test_missing_and_unknown_format_files(tmp_path):
     assert str(missing) in str(info.value)
     odd = tmp_path / "spec.txt"
     odd.write_text("d_model = 32\n")
-    with pytest.raises(zoo.SpecError, match="unknown spec format") as info:
+    with pytest.raises(zoo.SpecError, match="unknown file format") as info:
         zoo.load_spec(odd)
     assert str(odd) in str(info.value)
 

@@ -81,3 +81,12 @@ def test_bad_training_input_is_one_line_exit_2(tmp_path):
                               "--data-dir", str(tmp_path), "--train", "steps=1", "--out", str(tmp_path / "y")],
                              env=ENV, capture_output=True, text=True)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+@pytest.mark.slow
+def test_tied_embeddings_need_a_joint_tokenizer_before_any_data_is_read(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "zoo", "train", "paper-base", "--task", "multi30k:de-en",
+                             "--task-set", "joint=false", "--train", "steps=1", "--out", str(tmp_path / "r")],
+                            env=ENV, capture_output=True, text=True)
+    assert result.returncode == 2 and "joint" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "r").exists()

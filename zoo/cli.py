@@ -4,6 +4,7 @@ when the two specs are not equivalent."""
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import sys
@@ -58,8 +59,6 @@ def cmd_list(args: argparse.Namespace) -> int:
         for entry in entries:
             table.add_row(entry.qualified, entry.doc, _options(entry), _supports(entry))
         console.print(table)
-    import fnmatch
-
     presets = [n for n in preset_names() if args.pattern is None or fnmatch.fnmatchcase(n, pattern)]
     if presets:
         table = Table(title="Presets (zoo show NAME)", title_justify="left")
@@ -186,6 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ZooError as err:
         errors.print(f"[bold red]zoo: error:[/bold red] {err}", highlight=False, soft_wrap=True)
         return 2
+    except KeyboardInterrupt:
+        errors.print("zoo: interrupted; checkpoints and finished results are kept: `zoo train ... --resume` or "
+                     "running `zoo run` again continues from the last checkpoint", highlight=False, soft_wrap=True)
+        return 130
 
 
 def run() -> Any:  # pragma: no cover - console entry point

@@ -12,10 +12,8 @@ from rich.table import Table
 
 from zoo.data import TaskConfig, load_task
 from zoo.decode import DecodeConfig
-from zoo.errors import SpecError
 from zoo.spec import load_spec, parse_assignments
-from zoo.train import Trainer, load_run, load_train_config
-from zoo.train.run import write_json
+from zoo.train import Trainer, check_fits, fit_to_task, load_run, load_train_config, save_evaluation
 
 console = Console()
 errors = Console(stderr=True)
@@ -37,13 +35,11 @@ def prepare(args: argparse.Namespace):
     if args.data_dir:
         task_options["data_dir"] = args.data_dir
     spec = load_spec(args.spec, parse_assignments(args.set))
+    task_config = TaskConfig(**task_options)
+    check_fits(spec, task_config)  # before the data is read and a tokenizer trained
     with errors.status(f"preparing task {args.task}..."):
-        task = load_task(TaskConfig(**task_options), pad_id=spec.pad_id)
-    if spec.embedding.sharing != "none" and task.src_vocab != task.tgt_vocab:
-        raise SpecError(f'embedding.sharing: "{spec.embedding.sharing}" ties source and target tables, which needs a '
-                        "joint tokenizer (--task-set joint=true)")
-    spec = spec.with_overrides({"src_vocab": task.src_vocab, "tgt_vocab": task.tgt_vocab})
-    return spec, task, config
+        task = load_task(task_config, pad_id=spec.pad_id)
+    return fit_to_task(spec, task), task, config
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -87,8 +83,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         metrics, hypotheses = evaluate(model, task, args.split, _decode_config(args), limit=args.limit,
                                        progress=lambda n: bar.advance(progress, n))
     name = f"eval-{args.split}-beam{args.beam}" + (f"-first{args.limit}" if args.limit else "")
-    write_json(Path(args.run_dir) / f"{name}.json", metrics)
-    (Path(args.run_dir) / f"{name}.hyp").write_text("".join(h + "\n" for h in hypotheses))
+    save_evaluation(Path(args.run_dir), name, metrics, hypotheses)
     console.print(_metrics_table(f"{args.run_dir} on {args.split} -> {name}.json", metrics))
     return 0
 

@@ -179,12 +179,12 @@ def validate_spec(data: dict[str, Any], source: str = "") -> ModelSpec:
 
 
 # -- reading ---------------------------------------------------------------------------------------
-def read_spec_file(path: Path) -> dict[str, Any]:
-    """Parse a TOML, YAML or JSON spec file into a dict (not yet validated)."""
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Parse a TOML, YAML or JSON file (spec, training config or experiment) into a dict, not yet validated."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
-        raise SpecError(f"{path}: cannot read spec file ({err.strerror})") from None
+        raise SpecError(f"{path}: cannot read the file ({err.strerror})") from None
     try:
         if path.suffix == ".toml":
             data = tomllib.loads(text)
@@ -193,11 +193,11 @@ def read_spec_file(path: Path) -> dict[str, Any]:
         elif path.suffix == ".json":
             data = json.loads(text)
         else:
-            raise SpecError(f"{path}: unknown spec format {path.suffix!r}; use .toml, .yaml, .yml or .json")
+            raise SpecError(f"{path}: unknown file format {path.suffix!r}; use .toml, .yaml, .yml or .json")
     except (tomllib.TOMLDecodeError, yaml.YAMLError, json.JSONDecodeError) as err:
         raise SpecError(f"{path}: not valid {path.suffix.lstrip('.').upper()}: {err}") from None
     if not isinstance(data, dict):
-        raise SpecError(f"{path}: a spec file must hold a table of fields, not {type(data).__name__}")
+        raise SpecError(f"{path}: the file must hold a table of fields, not {type(data).__name__}")
     return data
 
 
@@ -257,7 +257,7 @@ def load_spec(name_or_path: str | Path | ModelSpec, overrides: dict[str, Any] | 
         return name_or_path.with_overrides(overrides or {}) if overrides else name_or_path
     path = Path(name_or_path)
     if path.suffix in (".toml", ".yaml", ".yml", ".json") or path.exists():
-        data, source = read_spec_file(path), str(path)
+        data, source = read_config_file(path), str(path)
     else:
         data, source = preset_data(str(name_or_path)), str(name_or_path)
     return validate_spec(apply_overrides(data, overrides), source=source)

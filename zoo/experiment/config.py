@@ -38,8 +38,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from zoo.data import TaskConfig
 from zoo.errors import DataError, SpecError, ZooError
-from zoo.spec import ModelSpec, _describe, load_spec, read_spec_file
-from zoo.train import TrainConfig
+from zoo.spec import ModelSpec, _describe, load_spec, read_config_file
+from zoo.train import TrainConfig, check_fits
 
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
@@ -171,7 +171,7 @@ def load_experiment(path: str | Path) -> Experiment:
     path = Path(path)
     if not path.exists() and (Path("experiments") / f"{path}.toml").exists():
         path = Path("experiments") / f"{path}.toml"  # `zoo run quickstart`
-    data = read_spec_file(path)
+    data = read_config_file(path)
     try:
         config = ExperimentConfig.model_validate(data)
     except ValidationError as err:
@@ -186,9 +186,12 @@ def load_experiment(path: str | Path) -> Experiment:
     experiment = Experiment(path, config, specs)
     for i, task in enumerate(config.tasks):
         try:
-            experiment.task_config(task)
+            task_config = experiment.task_config(task)
             for variant in config.variants:
                 experiment.train_config(task, config.seeds[0], variant.label)
+                check_fits(specs[variant.label], task_config)
+        except SpecError as err:
+            raise ExperimentError(f"{path}: tasks[{i}] ({task.name}): {err}") from None
         except (DataError, ValidationError) as err:
             message = err if isinstance(err, DataError) else "; ".join(
                 _describe(e, fields=TrainConfig.model_fields) for e in err.errors())

@@ -69,7 +69,7 @@ def execute(cell: Cell, threads: int | None = None) -> str:
     from zoo.decode import DecodeConfig
     from zoo.evaluate import evaluate
     from zoo.experiment.config import load_experiment
-    from zoo.train import Trainer, load_run
+    from zoo.train import Trainer, fit_to_task, load_run, save_evaluation
 
     out = Path(cell.out)
     if threads:
@@ -82,17 +82,14 @@ def execute(cell: Cell, threads: int | None = None) -> str:
         entry = next(t for t in experiment.config.tasks if t.key == cell.task)
         spec = experiment.specs[cell.variant]
         task = load_task(experiment.task_config(entry), pad_id=spec.pad_id)
-        spec = spec.with_overrides({"src_vocab": task.src_vocab, "tgt_vocab": task.tgt_vocab})
+        spec = fit_to_task(spec, task)
         summary = Trainer(spec, task, experiment.train_config(entry, cell.seed, cell.variant), out, resume=True, progress=False).run()
         if summary["status"] == "complete":
             model, task, _ = load_run(out)
             settings = experiment.config.decode
             metrics, hypotheses = evaluate(model, task, "test", DecodeConfig(
                 beam=settings.beam, alpha=settings.alpha, max_ratio=settings.max_ratio, max_extra=settings.max_extra))
-            from zoo.train.run import atomic_write
-
-            atomic_write(out / "test.hyp", "".join(h + "\n" for h in hypotheses))
-            write_json(out / "test.json", metrics)  # last: its presence marks the cell finished
+            save_evaluation(out, "test", metrics, hypotheses)  # test.json last: it marks the cell finished
     except Exception as err:  # noqa: BLE001 - a failing cell is recorded, and the grid goes on
         out.mkdir(parents=True, exist_ok=True)
         write_json(out / "failed.json", {"reason": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()})

@@ -1,7 +1,9 @@
 """Training: the recipe (TrainConfig), the resumable loop (Trainer) and run directories."""
 
 from zoo.train.config import TrainConfig, load_train_config
+from zoo.train.fit import check_fits, fit_to_task
 from zoo.train.loop import Trainer
-from zoo.train.run import RunError, load_run
+from zoo.train.run import RunError, load_run, save_evaluation
 
-__all__ = ["RunError", "TrainConfig", "Trainer", "load_run", "load_train_config"]
+__all__ = ["RunError", "TrainConfig", "Trainer", "check_fits", "fit_to_task", "load_run", "load_train_config",
+           "save_evaluation"]

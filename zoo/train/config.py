@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from zoo.errors import SpecError
-from zoo.spec import _describe, apply_overrides, read_spec_file
+from zoo.spec import _describe, apply_overrides, read_config_file
 
 
 class TrainConfig(BaseModel):
@@ -59,7 +59,7 @@ class TrainConfig(BaseModel):
 def load_train_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> tuple[TrainConfig, dict[str, Any]]:
     """A TrainConfig from a TOML/YAML/JSON file (optional) plus overrides; also returns the file's
     [task] table (task options kept beside the recipe), if any."""
-    data = read_spec_file(Path(path)) if path is not None else {}
+    data = read_config_file(Path(path)) if path is not None else {}
     task = data.pop("task", {}) if isinstance(data.get("task", {}), dict) else {}
     data = apply_overrides(data, overrides)
     try:

@@ -43,6 +43,12 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     write_atomic(path, lambda tmp: torch.save(state, tmp))
 
 
+def save_evaluation(run_dir: Path, name: str, metrics: dict[str, Any], hypotheses: list[str]) -> None:
+    """RUN_DIR/<name>.hyp (one output per line), then RUN_DIR/<name>.json: the JSON's presence means both are whole."""
+    atomic_write(run_dir / f"{name}.hyp", "".join(h + "\n" for h in hypotheses))
+    write_json(run_dir / f"{name}.json", metrics)
+
+
 def read_metrics(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
