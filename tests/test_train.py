@@ -130,6 +130,18 @@ def test_same_spec_config_and_seed_give_identical_metrics(tmp_path):
     assert sum(1 for r in runs[0] if r.get("event") == "eval") == 2
 
 
+def test_clip_norm_zero_logs_the_gradient_norm_without_clipping(tmp_path):
+    task = copy_task()
+    logged = {}
+    for clip in (0, 1e-3):
+        Trainer(tiny_spec(task), task, quick_config(clip_norm=clip, steps=3), tmp_path / str(clip), progress=False).run()
+        logged[clip] = [r for r in metrics(tmp_path / str(clip)) if "event" not in r]
+    # the same first step (same seed and batch): the same gradient norm, measured before any clipping
+    assert logged[0][0]["grad_norm"] == pytest.approx(logged[1e-3][0]["grad_norm"]) and logged[0][0]["grad_norm"] > 1e-3
+    # then clipping to 1e-3 all but freezes the weights, so the losses part ways
+    assert logged[0][2]["loss"] != pytest.approx(logged[1e-3][2]["loss"], rel=1e-4)
+
+
 def test_resume_from_a_checkpoint_equals_an_uninterrupted_run(tmp_path, monkeypatch):
     task = copy_task()
     spec = tiny_spec(task)

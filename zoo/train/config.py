@@ -32,7 +32,8 @@ class TrainConfig(BaseModel):
     eps: float = Field(1e-9, gt=0)
     weight_decay: float = Field(0.0, ge=0)
     label_smoothing: float = Field(0.1, ge=0, lt=1)
-    clip_norm: float | None = Field(1.0, gt=0, description="clip the gradient norm (not in the paper; None = off)")
+    clip_norm: float | None = Field(1.0, ge=0, description="clip the gradient norm (not in the paper; 0 or None = off, "
+                                                           "0 being what TOML can say)")
 
     eval_interval: int = Field(1000, gt=0, description="steps between validation passes")
     eval_sentences: int | None = Field(500, gt=0, description="validation sentences decoded (greedy) at each pass; None = all")

@@ -46,6 +46,13 @@ def select_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def describe_device(device: torch.device) -> str:
+    """'cpu', or 'cuda (NVIDIA H100 80GB HBM3)': a report names the hardware its runs trained on."""
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return str(device)
+
+
 class Trainer:
     def __init__(self, spec: ModelSpec, task: Task, config: TrainConfig, out: str | Path, *,
                  resume: bool = False, progress: bool = True, console: Console | None = None):
@@ -122,9 +129,8 @@ class Trainer:
             sums = loss_sums(scores, tgt_out, self.spec.output.kind, pad, c.label_smoothing)
             (sums.loss / total).backward()
             loss_sum, nll_sum = loss_sum + sums.loss.item(), nll_sum + sums.nll.item()
-        grad_norm = None
-        if c.clip_norm is not None:
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), c.clip_norm))
+        # the norm is logged either way; clip_norm 0 or None: measured, not clipped
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), c.clip_norm or math.inf))
         if math.isfinite(loss_sum):
             optimizer.step()
         return {"loss": loss_sum / total, "nll": nll_sum / total, "lr": lr, "grad_norm": grad_norm, "tokens": total}
@@ -204,7 +210,7 @@ class Trainer:
         summary.update({
             "spec_digest": self.spec.digest(), "parameters": model.num_parameters(), "steps": pos.step,
             "epochs": round(self._epochs_done(pos), 4), "tokens": pos.tokens, "train_seconds": round(pos.seconds, 2),
-            "device": str(self.device), "precision": c.precision, "final": last_eval,
+            "device": describe_device(self.device), "precision": c.precision, "final": last_eval,
         })
         write_json(self.out / "summary.json", summary)
         return summary
