@@ -61,6 +61,16 @@ def test_empty_grid_and_bad_baseline_are_rejected(tmp_path):
         load_experiment(write(tmp_path, text))
 
 
+@pytest.mark.parametrize("finding, field", [
+    ('variant = "zzz"', "findings\\[0\\].variant: 'zzz'"),
+    ('variant = "a"\nagainst = "zzz"', "findings\\[0\\].against: 'zzz'"),
+])
+def test_findings_must_name_variants(tmp_path, finding, field):
+    text = BASE.format(variant="", task="", train="") + f'[[findings]]\n{finding}\nexpect = "better"\nclaim = "c"\nsource = "s"\n'
+    with pytest.raises(ExperimentError, match=field):
+        load_experiment(write(tmp_path, text))
+
+
 def test_shipped_experiments_validate():
     for path in sorted((ROOT / "experiments").glob("*.toml")):
         experiment = load_experiment(path)

@@ -85,10 +85,12 @@ class DecodeSettings(BaseModel):
 
 
 class Finding(BaseModel):
-    """A published claim the report checks: variant vs baseline on a metric, expected direction."""
+    """A published claim the report checks: variant vs baseline (or another variant) on a metric, expected direction."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     variant: str = Field(description="variant label compared with the baseline")
+    against: str | None = Field(None, description="variant label it is compared with instead of the baseline, for "
+                                                  "claims about a pair (e.g. post-norm vs pre-norm, both without warmup)")
     task: str | None = Field(None, description="task label (default: every task)")
     metric: str | None = Field(None, description="results column (default: the task's main metric)")
     expect: Literal["better", "worse", "no difference"]
@@ -126,6 +128,8 @@ class ExperimentConfig(BaseModel):
         for i, finding in enumerate(self.findings):
             if finding.variant not in labels:
                 raise ValueError(f"findings[{i}].variant: {finding.variant!r} is not a variant label")
+            if finding.against is not None and finding.against not in labels:
+                raise ValueError(f"findings[{i}].against: {finding.against!r} is not a variant label")
             if finding.task is not None and finding.task not in keys:
                 raise ValueError(f"findings[{i}].task: {finding.task!r} is not a task label; tasks: {', '.join(keys)}")
         return self

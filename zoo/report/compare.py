@@ -128,7 +128,7 @@ class Comparer:
         self.baseline = experiment.config.baseline_label
         self._stats: dict[str, np.ndarray | None] = {}
         self._references: dict[str, list[str]] = {}
-        self._done: dict[tuple[str, str, str], Test] = {}
+        self._done: dict[tuple[str, str, str, str], Test] = {}
         self.notes: dict[str, list[str]] = {}  # task -> what the reader should know about its tests
 
     def _task(self, key: str) -> TaskEntry:
@@ -148,14 +148,14 @@ class Comparer:
             self._stats[run_dir] = sentence_stats(hyps, refs[: len(hyps)])
         return self._stats[run_dir]
 
-    def _bootstrap(self, task: str, variant: str) -> Test:
+    def _bootstrap(self, task: str, variant: str, reference: str) -> Test:
         """Over the seeds both variants completed with test outputs of the same length."""
         def by_seed(label: str) -> dict[int, np.ndarray]:
             rows = complete(self.frame, task, label)
             found = {int(r.seed): self._sentence_stats(task, r.run_dir) for r in rows.itertuples()}
             return {seed: stats for seed, stats in found.items() if stats is not None}
 
-        base, other = by_seed(self.baseline), by_seed(variant)
+        base, other = by_seed(reference), by_seed(variant)
         seeds = sorted(set(base) & set(other))
         lengths = {base[s].shape[0] for s in seeds} | {other[s].shape[0] for s in seeds}
         if len(lengths) > 1:
@@ -163,27 +163,29 @@ class Comparer:
                               "every run must decode the same test sentences")
         return paired_bootstrap([base[s] for s in seeds], [other[s] for s in seeds])
 
-    def _welch(self, task: str, variant: str, metric: str) -> Test:
+    def _welch(self, task: str, variant: str, metric: str, reference: str) -> Test:
         def values(label: str) -> list[float]:
             return complete(self.frame, task, label)[metric].astype(float).tolist()
 
-        test = welch(values(self.baseline), values(variant), HIGHER_IS_BETTER[metric])
+        test = welch(values(reference), values(variant), HIGHER_IS_BETTER[metric])
         if metric == "steps_to_threshold" and test.verdict == FEW:  # runs that never reach it have no value
             test = replace(test, verdict=FEW_REACHED)
         return test
 
-    def compare(self, task: str, variant: str, metric: str) -> Test:
-        key = (task, variant, metric)
+    def compare(self, task: str, variant: str, metric: str, against: str | None = None) -> Test:
+        """`variant` against `against` (default: the baseline); the Test's 'baseline' side is the reference."""
+        reference = against or self.baseline
+        key = (task, variant, metric, reference)
         if key in self._done:
             return self._done[key]
         if metric == "bleu" and task_kind(self._task(task)) == "text" and task not in self.notes:
             try:
-                self._done[key] = self._bootstrap(task, variant)
+                self._done[key] = self._bootstrap(task, variant, reference)
                 return self._done[key]
             except DataError as err:  # the corpus moved: the seeds' BLEU scores are still in test.json
                 self.notes[task] = [f"BLEU is compared by Welch's t-test over seeds, not by the paired bootstrap, "
                                     f"because the test references cannot be read: {err}"]
-        self._done[key] = self._welch(task, variant, metric)
+        self._done[key] = self._welch(task, variant, metric, reference)
         return self._done[key]
 
     def task_comparisons(self, task: TaskEntry) -> list[Comparison]:
@@ -235,10 +237,11 @@ def check_findings(experiment: Experiment, comparer: Comparer) -> list[FindingCh
             if finding.task is not None and finding.task != task.key:
                 continue
             metric = finding.metric or main_metric(task)
-            if finding.variant == comparer.baseline:
-                checks.append(FindingCheck(finding, task.key, metric, "inconclusive (the variant is the baseline)", None))
+            if finding.variant == (finding.against or comparer.baseline):
+                checks.append(FindingCheck(finding, task.key, metric, "inconclusive (the variant is its own reference)",
+                                           None))
                 continue
-            test = comparer.compare(task.key, finding.variant, metric)
+            test = comparer.compare(task.key, finding.variant, metric, finding.against)
             said = outcome(finding.expect, test.verdict)
             if not (test.n_baseline and test.n_variant):
                 said = f"inconclusive (no complete runs with {metric} on both sides)"
