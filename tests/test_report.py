@@ -26,7 +26,8 @@ from zoo.errors import DataError
 from zoo.experiment import load_experiment
 from zoo.report import build_report, collect
 from zoo.report.compare import Comparer, check_findings, results_rows
-from zoo.report.equiv import equivalence_matrix
+from zoo.equivalence import Verdict
+from zoo.report.equiv import Matrix, equivalence_matrix, matrix_markdown
 from zoo.report.stats import mean_ci, paired_bootstrap, sentence_stats, welch
 
 EXPERIMENT = """
@@ -83,6 +84,13 @@ variant = "prenorm"
 task = "toy"
 expect = "better"
 claim = "pre-norm translates better"
+source = "Fake et al. 2024"
+[[findings]]
+variant = "prenorm"
+against = "conv1d"
+task = "toy"
+expect = "better"
+claim = "pre-norm translates better than conv1d"
 source = "Fake et al. 2024"
 """
 
@@ -275,8 +283,11 @@ def test_unreadable_references_fall_back_to_welch_with_a_note(grid):
 def test_findings_agree_disagree_or_are_inconclusive(grid):
     experiment, runs, _ = grid
     checks = check_findings(experiment, Comparer(experiment, collect(experiment, runs), lambda run_dir: REFERENCES))
-    assert [c.outcome for c in checks] == ["agrees", "disagrees", "inconclusive (no detectable difference)", "agrees"]
-    assert [c.metric for c in checks] == ["exact_match", "valid_loss", "exact_match", "bleu"]
+    assert [c.outcome for c in checks] == ["agrees", "disagrees", "inconclusive (no detectable difference)", "agrees",
+                                           "agrees"]
+    assert [c.metric for c in checks] == ["exact_match", "valid_loss", "exact_match", "bleu", "bleu"]
+    # against: conv1d (garbage outputs, 2 complete seeds) is the reference, not the baseline
+    assert checks[4].test.n_baseline == 2 and checks[4].test.difference > 0
 
 
 def test_equivalence_matrix_finds_conv1d_equals_linear(grid):
@@ -287,6 +298,28 @@ def test_equivalence_matrix_finds_conv1d_equals_linear(grid):
     assert "spec.json" in matrix.sources["prenorm"]
 
 
+def test_equivalence_matrix_shrinks_big_pairs_and_says_so_once(grid, monkeypatch):
+    experiment, runs, _ = grid
+    monkeypatch.setattr("zoo.report.equiv.MAX_PARAMETERS", 1)
+    matrix = equivalence_matrix(experiment, runs)
+    assert matrix.notes == ["every pair checked: shrunk for the check: src_vocab=12, tgt_vocab=12, d_model=32, d_ff=64"]
+    assert matrix.equivalent_pairs() == [("linear", "conv1d")]  # shrinking keeps what differs
+
+
+def test_equivalent_variants_that_train_differently_are_told_apart():
+    labels = ["base", "conv", "no-warmup", "prenorm"]
+    same = {("base", "conv"), ("base", "no-warmup"), ("conv", "no-warmup")}
+    verdicts = {(a, b): Verdict(tuple(sorted((a, b), key=labels.index)) in same, 1e-6, "within 1e-05", 1e-5)
+                for a in labels for b in labels if a != b}
+    matrix = Matrix(labels, verdicts, {}, training={"no-warmup": {"warmup": 0}})
+    assert matrix.classes() == [["base", "conv", "no-warmup"]]
+    text = matrix_markdown(matrix)
+    assert "**base, conv and no-warmup compute the same function**" in text
+    assert "**base, conv: also trained alike, so their differences are not ablations**" in text
+    assert "base, conv: the experiment's training; no-warmup: warmup = 0" in text
+    assert "prenorm" not in text.split("\n\n", 1)[1]
+
+
 def test_report_has_command_sections_and_plots(grid):
     experiment, _, report = grid
     text = report.read_text()
@@ -294,8 +327,10 @@ def test_report_has_command_sections_and_plots(grid):
     assert COMMAND in text
     assert "# fake: comparison report" in text and 'name = "fake"' in text  # the experiment file, verbatim
     for phrase in ("diverged at step 40", "RuntimeError: out of memory", "**missing**", "**incomplete**",
-                   "linear and conv1d compute the same function: their difference is not an ablation",
-                   "**agrees**", "**disagrees**", "paired bootstrap", "Welch t-test", "| ≡ |", "| ≠ |"):
+                   "**linear and conv1d compute the same function**",
+                   "linear, conv1d: also trained alike, so their differences are not ablations",
+                   "**agrees**", "**disagrees**", "Expected prenorm to be *better* than conv1d",
+                   "conv1d and linear compute the same function and train alike: a gap between them is training noise", "paired bootstrap", "Welch t-test", "| ≡ |", "| ≠ |"):
         assert phrase in text, phrase
     links = [line.split("](")[1].rstrip(")") for line in text.splitlines() if line.startswith("![")]
     assert len(links) == 2 * len(experiment.config.tasks) + 1

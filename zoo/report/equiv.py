@@ -26,7 +26,9 @@ from zoo.experiment import Experiment
 from zoo.report.collect import ReportError, read_json, run_path
 from zoo.spec import ModelSpec, validate_spec
 
-MAX_PARAMETERS = 60_000_000  # a pair at paper-base size (~48M) takes a few CPU seconds; paper-big is shrunk
+# Above this a pair is shrunk: at a few million parameters a pair takes well under a CPU second, and an
+# experiment of 14 variants has up to 182 ordered pairs (at d_model 256 it took about 3 s a pair).
+MAX_PARAMETERS = 2_000_000
 SHRUNK_VOCAB = 1000
 
 
@@ -36,6 +38,7 @@ class Matrix:
     verdicts: dict[tuple[str, str], Verdict]  # (a, b) -> equivalence(a, b), a != b
     sources: dict[str, str]  # label -> where its spec came from
     notes: list[str] = field(default_factory=list)
+    training: dict[str, dict] = field(default_factory=dict)  # label -> the variant's own TrainConfig overrides
 
     def equivalent(self, a: str, b: str) -> bool:
         return a == b or self.verdicts[(a, b)].equivalent
@@ -44,6 +47,26 @@ class Matrix:
         """Pairs equivalent in both directions, in variant order."""
         return [(a, b) for i, a in enumerate(self.labels) for b in self.labels[i + 1:]
                 if self.equivalent(a, b) and self.equivalent(b, a)]
+
+    def alike(self, a: str, b: str) -> bool:
+        """Same function both ways and the same training: any gap between their results is noise."""
+        return (self.equivalent(a, b) and self.equivalent(b, a)
+                and self.training.get(a, {}) == self.training.get(b, {}))
+
+    def classes(self) -> list[list[str]]:
+        """Groups of two or more variants joined by two-way equivalence, in variant order."""
+        group = {label: [label] for label in self.labels}
+        for a, b in self.equivalent_pairs():
+            if group[a] is not group[b]:
+                merged = group[a] + group[b]
+                for label in merged:
+                    group[label] = merged
+        seen, found = set(), []
+        for label in self.labels:
+            if id(group[label]) not in seen and len(group[label]) > 1:
+                seen.add(id(group[label]))
+                found.append(sorted(group[label], key=self.labels.index))
+        return found
 
 
 def run_spec(experiment: Experiment, runs_root: Path, label: str) -> tuple[ModelSpec, str]:
@@ -94,7 +117,9 @@ def _pair(a: ModelSpec, b: ModelSpec) -> tuple[ModelSpec, ModelSpec, str]:
 def equivalence_matrix(experiment: Experiment, runs_root: str | Path, seed: int = 0) -> Matrix:
     labels = [v.label for v in experiment.config.variants]
     found = {label: run_spec(experiment, Path(runs_root), label) for label in labels}
-    matrix = Matrix(labels, {}, {label: source for label, (_, source) in found.items()})
+    matrix = Matrix(labels, {}, {label: source for label, (_, source) in found.items()},
+                    training={v.label: dict(v.train) for v in experiment.config.variants})
+    checked, noted = [], {}  # note -> the unordered pairs it applies to
     for a in labels:
         for b in labels:
             if a == b:
@@ -104,9 +129,13 @@ def equivalence_matrix(experiment: Experiment, runs_root: str | Path, seed: int 
                 matrix.verdicts[(a, b)] = Verdict(True, 0.0, "identical specs (same digest)", 0.0)
                 continue
             spec_a, spec_b, note = _pair(spec_a, spec_b)
-            if note and labels.index(a) < labels.index(b):
-                matrix.notes.append(f"{a} vs {b}: {note}")
+            if labels.index(a) < labels.index(b):
+                checked.append(f"{a} vs {b}")
+                if note:
+                    noted.setdefault(note, []).append(f"{a} vs {b}")
             matrix.verdicts[(a, b)] = equivalence(spec_a, spec_b, seed=seed)
+    for note, pairs in noted.items():
+        matrix.notes.append(f"every pair checked: {note}" if pairs == checked else f"{', '.join(pairs)}: {note}")
     return matrix
 
 
@@ -116,12 +145,34 @@ def matrix_markdown(matrix: Matrix) -> str:
     for a in matrix.labels:
         cells = ["≡" if matrix.equivalent(a, b) else "≠" for b in matrix.labels]
         lines.append(f"| **{a}** | " + " | ".join(cells) + " |")
-    pairs = matrix.equivalent_pairs()
     lines.append("")
-    if pairs:
-        for a, b in pairs:
-            lines.append(f"- **{a} and {b} compute the same function: their difference is not an ablation** "
-                         f"({matrix.verdicts[(a, b)].reason}).")
-    else:
+    classes = matrix.classes()
+    for members in classes:
+        lines += _class_lines(matrix, members)
+    if not classes:
         lines.append("No two variants compute the same function: every difference is a real change of the model.")
     return "\n".join(lines)
+
+
+def _class_lines(matrix: Matrix, members: list[str]) -> list[str]:
+    """Variants of one function: those that also train alike differ only in code; the rest, only in training."""
+    by_training: dict[str, list[str]] = {}
+    for label in members:
+        by_training.setdefault(repr(sorted(matrix.training.get(label, {}).items())), []).append(label)
+    worst = max((matrix.verdicts[(a, b)] for a in members for b in members if a != b), key=lambda v: v.max_abs_diff)
+    evidence = worst.reason if len(members) == 2 else f"largest difference between them: {worst.reason}"
+    names = ", ".join(members[:-1]) + f" and {members[-1]}"
+    lines = [f"- **{names} compute the same function** ({evidence})."]
+    for alike in by_training.values():
+        if len(alike) > 1:
+            lines.append(f"  - **{', '.join(alike)}: also trained alike, so their differences are not ablations**: "
+                         "they differ only in code, and any gap between their results is noise.")
+    if len(by_training) > 1:
+        lines.append("  - They differ in training (" + "; ".join(
+            f"{', '.join(alike)}: {_overrides(matrix.training.get(alike[0], {}))}" for alike in by_training.values())
+            + "), so those comparisons measure the training change, not the model.")
+    return lines
+
+
+def _overrides(train: dict) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in train.items()) or "the experiment's training"

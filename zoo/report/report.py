@@ -24,7 +24,7 @@ from zoo.report import plots
 from zoo.report.collect import STATUSES, collect, curves, main_metric, references, task_kind
 from zoo.report.compare import (Comparer, FindingCheck, check_findings, comparison_rows, fmt_difference, fmt_p,
                                 label, results_rows)
-from zoo.report.equiv import equivalence_matrix, matrix_markdown
+from zoo.report.equiv import Matrix, equivalence_matrix, matrix_markdown
 from zoo.report.stats import ALPHA, BOOTSTRAP_SEED, RESAMPLES
 
 
@@ -107,7 +107,7 @@ def task_section(experiment: Experiment, task: TaskEntry, frame: pd.DataFrame, l
     return lines
 
 
-def findings_section(checks: list[FindingCheck], baseline: str) -> list[str]:
+def findings_section(checks: list[FindingCheck], baseline: str, matrix: Matrix | None = None) -> list[str]:
     if not checks:
         return ["The experiment file lists no findings to check."]
     lines = []
@@ -118,10 +118,16 @@ def findings_section(checks: list[FindingCheck], baseline: str) -> list[str]:
             difference = fmt_difference(test.difference, check.metric)
             evidence = (f": {test.verdict} (difference {difference}, p {fmt_p(test.p_value)}, {test.method}, "
                         f"seeds {test.n_baseline} vs {test.n_variant})")
-        expected = (f"no difference between {f.variant} and {baseline}" if f.expect == "no difference"
-                    else f"{f.variant} to be *{f.expect}* than {baseline}")
+        reference = f.against or baseline
+        expected = (f"no difference between {f.variant} and {reference}" if f.expect == "no difference"
+                    else f"{f.variant} to be *{f.expect}* than {reference}")
+        alike = ""
+        if matrix is not None and matrix.alike(f.variant, reference):
+            alike = (f" The equivalence check shows that {f.variant} and {reference} compute the same function and "
+                     "train alike: a gap between them is training noise (seeds, rounding), not an effect.")
         lines.append(f"- **{check.outcome}** — “{f.claim}” ({f.source}). Expected {expected} on "
-                     f"{label(check.metric)}; on `{check.task}` the data say{evidence or ' nothing: ' + check.outcome}.")
+                     f"{label(check.metric)}; on `{check.task}` the data say{evidence or ' nothing: ' + check.outcome}."
+                     + alike)
     return lines
 
 
@@ -132,7 +138,10 @@ def method_section() -> list[str]:
         "- BLEU: paired bootstrap over test sentences (Koehn 2004), "
         f"{RESAMPLES} resamples (seed {BOOTSTRAP_SEED}) shared by both systems, corpus BLEU from sacreBLEU's "
         "sentence statistics, averaged over the seeds both variants completed; "
-        "p = min(1, 2(k+1)/(R+1)) where k counts resamples whose difference does not have the observed sign.",
+        "p = min(1, 2(k+1)/(R+1)) where k counts resamples whose difference does not have the observed sign. "
+        "It resamples sentences with the trained models held fixed, so it asks whether a difference would "
+        "survive another test set, not another seed: where seeds disagree (a wide interval in the table), "
+        "read the per-seed values in results.csv before trusting a verdict.",
         "- Every other measure: Welch's t-test over seeds (scipy.stats.ttest_ind, equal_var=False); fewer than "
         "two seeds on a side gives “not enough seeds”.",
         f"- A difference is called better/worse when p < {ALPHA}, otherwise “no detectable difference” "
@@ -168,7 +177,8 @@ def build_report(experiment: Experiment, runs_root: Path, out_dir: Path, command
               "a pair is equivalent when both directions say ≡.", "", matrix_markdown(matrix), ""]
     lines += [f"- spec of {name}: {source}" for name, source in matrix.sources.items()]
     lines += [f"- {note}" for note in matrix.notes] + [""]
-    lines += ["## Findings", "", *findings_section(check_findings(experiment, comparer), config.baseline_label), ""]
+    lines += ["## Findings", "", *findings_section(check_findings(experiment, comparer), config.baseline_label, matrix),
+              ""]
     lines += ["## Method", "", *method_section(), "", "All runs, one row each: [results.csv](results.csv).", ""]
     report = out_dir / "report.md"
     write_text_atomic(report, "\n".join(lines))
