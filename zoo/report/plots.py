@@ -30,14 +30,21 @@ def file_stem(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", text)
 
 
-def _colors(experiment: Experiment) -> dict[str, str]:
-    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    return {v.label: cycle[i % len(cycle)] for i, v in enumerate(experiment.config.variants)}
+def _colors(experiment: Experiment) -> dict[str, tuple]:
+    """One colour per variant: tab20's strong shades first, then its light ones (no repeats up to 20)."""
+    palette = plt.get_cmap("tab20").colors
+    order = list(palette[0::2]) + list(palette[1::2])
+    return {v.label: order[i % len(order)] for i, v in enumerate(experiment.config.variants)}
 
 
-def _band(ax, table: pd.DataFrame, color: str, name: str) -> None:
+def _linestyle(experiment: Experiment, variant: str) -> str:
+    """Dashed for the variants past the tenth, whose light colours are the easiest to confuse."""
+    return "-" if [v.label for v in experiment.config.variants].index(variant) < 10 else "--"
+
+
+def _band(ax, table: pd.DataFrame, color: tuple, name: str, linestyle: str = "-") -> None:
     """Mean over seeds as a line, min-max over seeds as a shaded band (table: step x seed)."""
-    ax.plot(table.index, table.mean(axis=1), color=color, label=f"{name} (n={table.shape[1]})")
+    ax.plot(table.index, table.mean(axis=1), color=color, linestyle=linestyle, label=f"{name} (n={table.shape[1]})")
     if table.shape[1] > 1:
         ax.fill_between(table.index, table.min(axis=1), table.max(axis=1), color=color, alpha=0.2, linewidth=0)
 
@@ -52,11 +59,12 @@ def learning_curves(experiment: Experiment, task: TaskEntry, logged: pd.DataFram
     for variant, color in colors.items():
         evals = rows[(rows.variant == variant) & (rows.kind == "eval")]
         if len(evals) and metric in evals:
-            _band(left, evals.pivot_table(index="step", columns="seed", values=metric).sort_index(), color, variant)
+            _band(left, evals.pivot_table(index="step", columns="seed", values=metric).sort_index(), color, variant,
+                  _linestyle(experiment, variant))
         train = rows[(rows.variant == variant) & (rows.kind == "train")]
         if len(train):
             table = train.pivot_table(index="step", columns="seed", values="loss").sort_index()
-            _band(right, table.rolling(window, min_periods=1).mean(), color, variant)
+            _band(right, table.rolling(window, min_periods=1).mean(), color, variant, _linestyle(experiment, variant))
     if task.threshold is not None:
         left.axhline(task.threshold, color="grey", linestyle="--", linewidth=1, label=f"threshold {task.threshold:g}")
     unit = " (BLEU points)" if metric == "bleu" else " (% of validation sequences)"
