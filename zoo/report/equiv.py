@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from zoo.build import build
 from zoo.equivalence import Verdict, equivalence
 from zoo.errors import SpecError
@@ -115,8 +117,19 @@ def _pair(a: ModelSpec, b: ModelSpec) -> tuple[ModelSpec, ModelSpec, str]:
 
 
 def equivalence_matrix(experiment: Experiment, runs_root: str | Path, seed: int = 0) -> Matrix:
+    """Every ordered pair checked on one CPU thread: the (shrunk) models are too small to gain from more,
+    and on a busy machine (runs training beside the report) spinning OpenMP threads made each op 100x slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _matrix(experiment, Path(runs_root), seed)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _matrix(experiment: Experiment, runs_root: Path, seed: int) -> Matrix:
     labels = [v.label for v in experiment.config.variants]
-    found = {label: run_spec(experiment, Path(runs_root), label) for label in labels}
+    found = {label: run_spec(experiment, runs_root, label) for label in labels}
     matrix = Matrix(labels, {}, {label: source for label, (_, source) in found.items()},
                     training={v.label: dict(v.train) for v in experiment.config.variants})
     checked, noted = [], {}  # note -> the unordered pairs it applies to
