@@ -26,6 +26,7 @@ from zoo.errors import DataError
 from zoo.experiment import load_experiment
 from zoo.report import build_report, collect
 from zoo.report.compare import Comparer, check_findings, results_rows
+from zoo.report.report import loss_caveat
 from zoo.equivalence import Verdict
 from zoo.report.equiv import Matrix, equivalence_matrix, matrix_markdown
 from zoo.report.stats import mean_ci, paired_bootstrap, sentence_stats, welch
@@ -318,6 +319,18 @@ def test_equivalent_variants_that_train_differently_are_told_apart():
     assert "**base, conv: also trained alike, so their differences are not ablations**" in text
     assert "base, conv: the experiment's training; no-warmup: warmup = 0" in text
     assert "prenorm" not in text.split("\n\n", 1)[1]
+
+
+def test_valid_loss_is_flagged_when_the_training_objectives_differ(grid, tmp_path):
+    experiment, _, _ = grid
+    assert loss_caveat(experiment, experiment.config.tasks[0]) == []  # one head, one smoothing: no caveat
+    text = EXPERIMENT.replace('set = {"residual.kind" = "pre-norm"}',
+                              'set = {"residual.kind" = "pre-norm", "output.kind" = "log-softmax"}\n'
+                              'train = {label_smoothing = 0.0}')
+    (tmp_path / "fake.toml").write_text(text)
+    mixed = load_experiment(tmp_path / "fake.toml")
+    [note, _] = loss_caveat(mixed, mixed.config.tasks[0])
+    assert "linear, conv1d: logits head, label smoothing 0.1; prenorm: log-softmax head, label smoothing 0" in note
 
 
 def test_report_has_command_sections_and_plots(grid):

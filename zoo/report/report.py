@@ -99,12 +99,28 @@ def task_section(experiment: Experiment, task: TaskEntry, frame: pd.DataFrame, l
         lines += [md_table(*comparison_rows(comparisons, task)), ""]
         for note in comparer.notes.get(task.key, []):
             lines += [f"Note: {note}", ""]
+        lines += loss_caveat(experiment, task)
     stem = plots.file_stem(task.key)
     curves_png = plots.learning_curves(experiment, task, logged, out_dir / "plots" / f"{stem}-curves.png")
     bars_png = plots.metric_bars(experiment, task, frame, out_dir / "plots" / f"{stem}-metrics.png")
     for title, png in (("learning curves", curves_png), ("test metrics", bars_png)):
         lines += [f"![{task.key}: {title}]({png.relative_to(out_dir).as_posix()})", ""]
     return lines
+
+
+def loss_caveat(experiment: Experiment, task: TaskEntry) -> list[str]:
+    """Validation loss is each variant's training objective; say so where the objectives differ."""
+    objectives: dict[tuple[str, float], list[str]] = {}
+    for variant in experiment.config.variants:
+        smoothing = experiment.train_config(task, experiment.config.seeds[0], variant.label).label_smoothing
+        objectives.setdefault((experiment.specs[variant.label].output.kind, smoothing), []).append(variant.label)
+    if len(objectives) < 2:
+        return []
+    groups = "; ".join(f"{', '.join(labels)}: {kind} head, label smoothing {smoothing:g}"
+                       for (kind, smoothing), labels in objectives.items())
+    return [f"Note: valid loss is each variant's own training objective (see zoo/loss.py), and the objectives "
+            f"differ here ({groups}), so its differences are partly definitional. Valid perplexity, from the "
+            "unsmoothed negative log-likelihood, is comparable across all of them.", ""]
 
 
 def findings_section(checks: list[FindingCheck], baseline: str, matrix: Matrix | None = None) -> list[str]:
