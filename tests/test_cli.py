@@ -95,3 +95,14 @@ def test_console_script_reports_errors_without_traceback():
     assert result.returncode == 2
     assert "d_modle" in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) <= 3  # one logical line, wrapped at most by the terminal
+
+
+def test_every_command_has_help_that_renders(capsys):
+    """argparse %-formats help strings but not descriptions: a stray '%%' or '%(' shows up in the text."""
+    commands = ("list", "show", "equiv", "schema", "train", "translate", "evaluate", "bench", "run", "report")
+    for command in commands:
+        with pytest.raises(SystemExit) as exit_:
+            main([command, "--help"])
+        out, _ = capsys.readouterr()
+        assert exit_.value.code == 0 and f"usage: zoo {command}" in out
+        assert "%%" not in out and "%(" not in out, command

@@ -143,36 +143,30 @@ def test_config_errors_name_the_field():
 
 
 # -- corpus errors (fake corpora) ------------------------------------------------------------------
-def test_line_count_mismatch_names_both_files(tmp_path):
+def _truncate(path: Path) -> None:
+    path.write_text("one\ntwo\n", encoding="utf-8")
+
+
+def _empty(path: Path) -> None:
+    path.write_text("", encoding="utf-8")
+
+
+def _bad_utf8(path: Path) -> None:
+    path.write_bytes(b"fine\nstill fine\nbroken \xff here\nfine\nfine\n")
+
+
+@pytest.mark.parametrize("name, damage, message", [
+    ("valid.yy", _truncate, "valid.xx has 5 lines"),     # line counts differ: both files named
+    ("test.yy", Path.unlink, "missing"),
+    ("train.xx", _empty, "empty file"),
+    ("test.yy", _bad_utf8, "line 3: not valid UTF-8"),
+])
+def test_corpus_errors_name_the_file(tmp_path, name, damage, message):
     folder = write_corpus(tmp_path)
-    (folder / "valid.yy").write_text("one\ntwo\n", encoding="utf-8")
-    with pytest.raises(DataError, match="valid.xx has 5 lines") as err:
+    damage(folder / name)
+    with pytest.raises(DataError, match=message) as err:
         toy(tmp_path, tmp_path / "cache")
-    assert str(folder / "valid.yy") in str(err.value)
-
-
-def test_missing_split_file(tmp_path):
-    folder = write_corpus(tmp_path)
-    (folder / "test.yy").unlink()
-    with pytest.raises(DataError, match="missing") as err:
-        toy(tmp_path, tmp_path / "cache")
-    assert str(folder / "test.yy") in str(err.value)
-
-
-def test_empty_file(tmp_path):
-    folder = write_corpus(tmp_path)
-    (folder / "train.xx").write_text("", encoding="utf-8")
-    with pytest.raises(DataError, match="empty file") as err:
-        toy(tmp_path, tmp_path / "cache")
-    assert str(folder / "train.xx") in str(err.value)
-
-
-def test_invalid_utf8_names_file_and_line(tmp_path):
-    folder = write_corpus(tmp_path)
-    (folder / "test.yy").write_bytes(b"fine\nstill fine\nbroken \xff here\nfine\nfine\n")
-    with pytest.raises(DataError, match="line 3: not valid UTF-8") as err:
-        toy(tmp_path, tmp_path / "cache")
-    assert str(folder / "test.yy") in str(err.value)
+    assert str(folder / name) in str(err.value)
 
 
 def test_unknown_corpus_lists_the_corpora(tmp_path):

@@ -73,13 +73,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _experiment_arguments(parser, runs: str) -> None:
+    """EXPERIMENT and --runs, the same for `zoo run` and `zoo report` (which must agree on where runs live)."""
+    parser.add_argument("experiment", metavar="EXPERIMENT", help="experiment file, or the name of experiments/NAME.toml")
+    parser.add_argument("--runs", metavar="DIR", help=f"{runs} (default runs/<experiment name>)")
+
+
 def add_commands(sub) -> None:
     p = sub.add_parser("run", help="run an experiment's grid of variants x tasks x seeds (resumable)",
                        description="Expand EXPERIMENT into runs/<experiment>/<variant>/<task>/seed-<n>/ and run each "
                        "cell: finished cells are skipped, interrupted ones resume from their checkpoint, a failing "
                        "or diverging cell is recorded and the grid goes on. Exit 0 when every cell completed, 1 otherwise.")
-    p.add_argument("experiment", metavar="EXPERIMENT", help="experiment file, or the name of experiments/NAME.toml")
-    p.add_argument("--runs", metavar="DIR", help="where run directories go (default runs/<experiment name>)")
+    _experiment_arguments(p, runs="where run directories go")
     p.add_argument("--executor", choices=["local", "ray"], default="local")
     p.add_argument("--workers", type=int, default=1, help="local: worker processes, CPU threads split between them")
     p.add_argument("--address", help="ray: address of an existing cluster (default: start a local Ray instance)")
@@ -90,9 +95,8 @@ def add_commands(sub) -> None:
 
     p = sub.add_parser("report", help="write a comparison report from an experiment's run directories",
                        description="Read the run directories of EXPERIMENT (never trains) and write report.md, "
-                       "results.csv and plots: mean ± 95%% CI per variant, tests against the baseline, the "
+                       "results.csv and plots: mean ± 95% CI per variant, tests against the baseline, the "
                        "equivalence matrix of the variants and the check of the experiment's findings.")
-    p.add_argument("experiment", metavar="EXPERIMENT", help="experiment file, or the name of experiments/NAME.toml")
-    p.add_argument("--runs", metavar="DIR", help="run directories (default runs/<experiment name>)")
+    _experiment_arguments(p, runs="run directories")
     p.add_argument("--out", metavar="DIR", help="where the report goes (default reports/<experiment name>)")
     p.set_defaults(run=cmd_report)

@@ -88,7 +88,7 @@ class Finding(BaseModel):
     """A published claim the report checks: variant vs baseline (or another variant) on a metric, expected direction."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    variant: str = Field(description="variant label compared with the baseline")
+    variant: str = Field(description="variant label compared with the baseline (or with `against`)")
     against: str | None = Field(None, description="variant label it is compared with instead of the baseline, for "
                                                   "claims about a pair (e.g. post-norm vs pre-norm, both without warmup)")
     task: str | None = Field(None, description="task label (default: every task)")
