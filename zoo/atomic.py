@@ -7,6 +7,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+TEMP_SUFFIX = ".tmp"  # temporary files are ".<name>.<random>.tmp" beside their target
+
 
 def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     """Call `write(tmp)` on a temporary file next to `path`, then rename it over `path`.
@@ -14,7 +16,7 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     The temporary file sits in the same folder so that os.replace is a rename, atomic on POSIX.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     os.close(fd)
     tmp = Path(name)
     try:

@@ -9,7 +9,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from zoo.experiment import load_experiment
+from zoo.experiment import load_experiment, store
+
+RECORDS = store.RECORDS
 
 console = Console()
 errors = Console(stderr=True)
@@ -17,30 +19,40 @@ TERMINAL_OMITS = {"trainable parameters", "training tokens/s", "valid loss"}
 
 
 # -- zoo run ---------------------------------------------------------------------------------------
+def _places(args: argparse.Namespace, experiment) -> tuple[Path, Path]:
+    """(runs root, report folder) from --runs / --out or their defaults; records live in <report>/records."""
+    runs = Path(args.runs) if getattr(args, "runs", None) else Path("runs") / experiment.name
+    out = Path(args.out) if args.out else Path("reports") / experiment.name
+    return runs, out
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from zoo.experiment.runner import run_grid
 
     experiment = load_experiment(args.experiment)
-    runs = Path(args.runs) if args.runs else Path("runs") / experiment.name
-    results = run_grid(experiment, runs, executor=args.executor, workers=args.workers, address=args.address,
-                       threads=args.threads, console=errors, live=not args.no_live)
-    counts = {state: sum(1 for s in results.values() if s == state) for state in sorted(set(results.values()))}
-    errors.print(f"{experiment.name}: " + ", ".join(f"{n} {state}" for state, n in counts.items()) + f" -> {runs}")
+    runs, out = _places(args, experiment)
+    results = run_grid(experiment, runs, out / RECORDS, executor=args.executor, workers=args.workers,
+                       address=args.address, threads=args.threads, console=errors, live=not args.no_live)
+    counts: dict[str, int] = {}
+    for state, _ in results.values():
+        counts[state] = counts.get(state, 0) + 1
+    errors.print(f"{experiment.name}: " + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+                 + f" -> records in {out / RECORDS}, run directories in {runs}")
+    for name, (state, reason) in results.items():
+        if state in ("failed", "locked"):
+            errors.print(f"  [red]{name}: {state}[/]: {reason}")
     if args.report:
-        args.out = None
-        args.runs = str(runs)
         cmd_report(args)
     else:
-        errors.print(f"next: zoo report {args.experiment}" + (f" --runs {runs}" if args.runs else ""))
-    return 0 if set(results.values()) == {"complete"} else 1
-
+        errors.print(f"next: zoo report {args.experiment}" + (f" --out {out}" if args.out else ""))
+    return 1 if counts.get("failed") or counts.get("locked") else 0
 
 
 # -- zoo report ------------------------------------------------------------------------------------
 def _report_command(args: argparse.Namespace) -> str:
     """The command as it would be typed again, written into the report."""
     words = ["zoo", "report", args.experiment]
-    for flag, value in (("--runs", args.runs), ("--out", args.out)):
+    for flag, value in (("--out", args.out),):
         if value is not None:
             words += [flag, value]
     return shlex.join(words)
@@ -73,10 +85,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _experiment_arguments(parser, runs: str) -> None:
-    """EXPERIMENT and --runs, the same for `zoo run` and `zoo report` (which must agree on where runs live)."""
+def _experiment_arguments(parser) -> None:
+    """EXPERIMENT and --out, the same for `zoo run` and `zoo report` (which must agree on where records live)."""
     parser.add_argument("experiment", metavar="EXPERIMENT", help="experiment file, or the name of experiments/NAME.toml")
-    parser.add_argument("--runs", metavar="DIR", help=f"{runs} (default runs/<experiment name>)")
+    parser.add_argument("--out", metavar="DIR", help="the report folder, with the records in DIR/records "
+                        "(default reports/<experiment name>)")
 
 
 def add_commands(sub) -> None:
@@ -84,7 +97,9 @@ def add_commands(sub) -> None:
                        description="Expand EXPERIMENT into runs/<experiment>/<variant>/<task>/seed-<n>/ and run each "
                        "cell: finished cells are skipped, interrupted ones resume from their checkpoint, a failing "
                        "or diverging cell is recorded and the grid goes on. Exit 0 when every cell completed, 1 otherwise.")
-    _experiment_arguments(p, runs="where run directories go")
+    _experiment_arguments(p)
+    p.add_argument("--runs", metavar="DIR", help="where run directories (checkpoints, logs) go "
+                   "(default runs/<experiment name>)")
     p.add_argument("--executor", choices=["local", "ray"], default="local")
     p.add_argument("--workers", type=int, default=1, help="local: worker processes, CPU threads split between them")
     p.add_argument("--address", help="ray: address of an existing cluster (default: start a local Ray instance)")
@@ -97,6 +112,5 @@ def add_commands(sub) -> None:
                        description="Read the run directories of EXPERIMENT (never trains) and write report.md, "
                        "results.csv and plots: mean ± 95% CI per variant, tests against the baseline, the "
                        "equivalence matrix of the variants and the check of the experiment's findings.")
-    _experiment_arguments(p, runs="run directories")
-    p.add_argument("--out", metavar="DIR", help="where the report goes (default reports/<experiment name>)")
+    _experiment_arguments(p)
     p.set_defaults(run=cmd_report)

@@ -30,7 +30,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,10 +37,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from zoo.data import TaskConfig
 from zoo.errors import DataError, SpecError, ZooError
+from zoo.experiment.store import check_name
 from zoo.spec import ModelSpec, _describe, load_spec, read_config_file
 from zoo.train import TrainConfig, check_fits
 
-LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
 class ExperimentError(ZooError):
@@ -58,9 +57,7 @@ class Variant(BaseModel):
     @field_validator("label")
     @classmethod
     def _label(cls, value: str) -> str:
-        if not LABEL.match(value):
-            raise ValueError(f"{value!r} must be letters, digits and _ . + - (it names a folder)")
-        return value
+        return check_name(value, "label")
 
 
 class TaskEntry(BaseModel):
@@ -74,6 +71,11 @@ class TaskEntry(BaseModel):
     @property
     def key(self) -> str:
         return self.label or self.name.replace(":", "-")
+
+    @model_validator(mode="after")
+    def _safe_key(self) -> "TaskEntry":
+        check_name(self.key, "label" if self.label is not None else "name")
+        return self
 
 
 class DecodeSettings(BaseModel):
@@ -100,7 +102,7 @@ class Finding(BaseModel):
 
 class ExperimentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str
+    name: str = Field(description="names runs/<name>/ and reports/<name>/")
     description: str = ""
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     baseline: str | None = Field(None, description="label of the variant others are compared against (default: the first)")
@@ -111,6 +113,11 @@ class ExperimentConfig(BaseModel):
     decode: DecodeSettings = Field(default_factory=DecodeSettings)
     data_dir: str | None = Field(None, description="folder of parallel corpora (default: $ZOO_DATA_DIR or ../shared/data)")
     findings: list[Finding] = Field(default_factory=list, description="published claims the report checks")
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        return check_name(value, "name")
 
     @model_validator(mode="after")
     def _consistent(self) -> "ExperimentConfig":

@@ -1,18 +1,25 @@
-"""`zoo run`: expand an experiment's grid and run each cell into its run directory.
+"""`zoo run`: expand an experiment's grid and run each cell into its run directory and its record.
 
-    runs/<experiment>/<variant>/<task>/seed-<n>/    (see zoo/train/run.py for what it holds)
+Where things live, what defines a cell and how cells are locked: zoo/experiment/store.py. For each
+cell, under its lock:
 
-Idempotent and resumable: a finished cell (summary.json, and test.json when complete) is
-skipped; an interrupted one resumes from its checkpoint; a cell that raises is recorded in
-failed.json with its reason (and retried by the next `zoo run`), and the grid goes on.
+1. a record of the same definition is there (committed, or from an earlier run): skip the cell;
+2. a record or run directory of another definition is there: move it aside (runs/.stale, records/.stale)
+   and start again; the grid's first lines name such cells and what changed;
+3. otherwise train (resuming from the run directory's last checkpoint), decode the test set, and
+   write the record, last: the record's presence marks the cell done.
+
+Any exception while running or recording a cell, I/O errors included, becomes that cell's failed
+record (or, where that cannot be written, its failed.json, or at least a line in the final summary);
+the grid goes on, and the next `zoo run` retries the cell. A cell locked by another `zoo run` is
+left to it at first, then waited for at the end. Worker processes exit when their parent dies.
 Executors: `local` (in this process, or N worker processes splitting the CPU threads) and `ray`
-(each cell a Ray task on an existing cluster; run directories on a filesystem every node shares).
-The live display reads only run directories, so it works the same for every executor.
+(each cell a Ray task; run directories and records on a filesystem every node shares). The live
+display reads only the store, so it works the same for every executor.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -25,8 +32,10 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
+from zoo import rundir
 from zoo.errors import ZooError
-from zoo.train.run import read_metrics, write_json
+from zoo.experiment import record as records
+from zoo.experiment import store
 
 
 @dataclass(frozen=True)
@@ -34,35 +43,78 @@ class Cell:
     """One (variant, task, seed) of the grid; plain data so it can travel to a worker or a Ray node."""
 
     experiment: str  # path of the experiment file
+    experiment_name: str
     variant: str
     task: str  # TaskEntry.key
     seed: int
-    out: str  # run directory
+    runs_root: str
+    records_root: str
+    concurrent: int = 1  # runs sharing the machine with this one (recorded as provenance)
 
     @property
     def name(self) -> str:
         return f"{self.variant}/{self.task}/seed-{self.seed}"
 
+    @property
+    def out(self) -> Path:
+        return store.inside(Path(self.runs_root), Path(self.runs_root) / store.cell_part(self.variant, self.task,
+                                                                                          self.seed))
 
-def cells(experiment, runs_root: Path) -> list[Cell]:
-    return [Cell(str(experiment.path.resolve()), variant, task.key, seed,
-                 str((runs_root / variant / task.key / f"seed-{seed}").resolve()))
+    @property
+    def record(self) -> Path:
+        part = store.cell_part(self.variant, self.task, self.seed)
+        return store.inside(Path(self.records_root), Path(self.records_root) / part.with_name(part.name + ".json"))
+
+    @property
+    def lock(self) -> store.CellLock:
+        part = store.cell_part(self.variant, self.task, self.seed)
+        return store.CellLock(Path(self.runs_root) / store.LOCKS / part.with_name(part.name + ".lock"))
+
+
+def cells(experiment, runs_root: Path, records_root: Path, concurrent: int = 1) -> list[Cell]:
+    return [Cell(str(experiment.path.resolve()), experiment.name, variant, task.key, seed, str(Path(runs_root).resolve()),
+                 str(Path(records_root).resolve()), concurrent)
             for variant, task, seed in experiment.grid()]
 
 
-def status(out: Path) -> str:
-    """pending | started | evaluating | complete | diverged | failed, from the files alone."""
-    if (out / "failed.json").exists():
-        return "failed"
-    summary = out / "summary.json"
-    if summary.exists():
-        state = json.loads(summary.read_text())["status"]
-        return "evaluating" if state == "complete" and not (out / "test.json").exists() else state
-    return "started" if (out / "metrics.jsonl").exists() else "pending"
+def read_record(path: Path) -> dict | None:
+    """The record at `path`, or None when there is none or it is unreadable (then it is moved aside)."""
+    if not path.exists():
+        return None
+    try:
+        return records.read(path)
+    except rundir.RunError:
+        return {"status": "corrupt", "definition": {}}
 
 
-def execute(cell: Cell, threads: int | None = None) -> str:
-    """Run one cell to the end (train, then decode the test set); never raises: failures are recorded."""
+def cell_state(cell: Cell, current: dict) -> tuple[str, list[str]]:
+    """('recorded' | 'stale' | 'todo', what changed) for a cell whose definition is now `current`.
+    A failed record is no result: the cell is run again (and its record replaced)."""
+    found = read_record(cell.record)
+    if found is not None and found["status"] == "corrupt":
+        return "stale", [f"{cell.record} cannot be read"]
+    if found is not None and found["status"] != "failed":
+        changed = store.changes(found["definition"], current)
+        return ("stale", changed) if changed else ("recorded", [])
+    defined = cell.out / rundir.DEFINITION
+    if defined.exists():
+        try:
+            changed = store.changes(rundir.read_table(defined).get("definition", {}), current)
+        except rundir.RunError:
+            changed = [f"{defined} cannot be read"]
+        return ("stale" if changed else "todo"), changed
+    if (cell.out / rundir.SPEC).exists():
+        return "stale", ["a run directory without definition.json (written by an older zoo)"]
+    return "todo", []
+
+
+def _move_aside(path: Path, root: Path) -> None:
+    if path.exists():
+        store.move_aside(path, root, store.stamp())
+
+
+def _run_cell(cell: Cell, threads: int | None) -> str:
+    """Train, evaluate and record one cell; the caller holds its lock."""
     import torch
 
     from zoo.data import load_task
@@ -71,116 +123,211 @@ def execute(cell: Cell, threads: int | None = None) -> str:
     from zoo.experiment.config import load_experiment
     from zoo.train import Trainer, fit_to_task, load_run, save_evaluation
 
-    out = Path(cell.out)
     if threads:
         torch.set_num_threads(threads)
-    if status(out) in ("complete", "diverged"):
-        return status(out)
-    (out / "failed.json").unlink(missing_ok=True)
+    experiment = load_experiment(cell.experiment)
+    entry = next(t for t in experiment.config.tasks if t.key == cell.task)
+    current = store.definition(experiment, cell.variant, entry, cell.seed)
+    digest = store.digest(current)
+    state, _ = cell_state(cell, current)
+    if state == "recorded":
+        return records.read(cell.record)["status"]
+    if state == "stale":
+        _move_aside(cell.record, Path(cell.records_root))
+        _move_aside(cell.out, Path(cell.runs_root))
+    out = cell.out
+    rundir.clean_temporaries(out)
+    (out / rundir.FAILED).unlink(missing_ok=True)
+    if not (out / rundir.DEFINITION).exists():
+        rundir.write_json(out / rundir.DEFINITION, {"definition": current, "digest": digest})
+    spec = experiment.specs[cell.variant]
+    task = load_task(experiment.task_config(entry), pad_id=spec.pad_id)
+    summary = Trainer(fit_to_task(spec, task), task, experiment.train_config(entry, cell.seed, cell.variant), out,
+                      resume=True, progress=False).run()
+    if summary["status"] == "complete" and not (out / f"{rundir.TEST}.json").exists():
+        model, task, _ = load_run(out)
+        settings = experiment.config.decode
+        metrics, hypotheses = evaluate(model, task, "test", DecodeConfig(
+            beam=settings.beam, alpha=settings.alpha, max_ratio=settings.max_ratio, max_extra=settings.max_extra))
+        save_evaluation(out, rundir.TEST, metrics, hypotheses)
+    head = records.base(_cell_fields(cell), current, digest, cell.concurrent)
+    records.write(cell.record, records.from_run(out, head))  # last: the record marks the cell done
+    return summary["status"]
+
+
+def _cell_fields(cell: Cell) -> dict:
+    return {"experiment": cell.experiment_name, "variant": cell.variant, "task": cell.task, "seed": cell.seed}
+
+
+def _record_failure(cell: Cell, err: BaseException) -> str:
+    """Write the failure where it can be written: the record, else failed.json; returns the reason."""
+    reason = " ".join(f"{type(err).__name__}: {err}".split())
+    trace = traceback.format_exc()
+    for write in (lambda: records.write(cell.record, records.failed(
+                      records.base(_cell_fields(cell), {}, "", cell.concurrent), reason, trace)),
+                  lambda: rundir.write_json(cell.out / rundir.FAILED, {"reason": reason, "traceback": trace})):
+        try:
+            write()
+            return reason
+        except Exception:  # noqa: BLE001,S112 - try the next place; the reason is returned either way
+            continue
+    return reason + " (and it could not be recorded: the store is not writable)"
+
+
+def execute(cell: Cell, threads: int | None = None, wait: bool = False) -> tuple[str, str]:
+    """Run one cell to the end; never raises. Returns (status, reason): status is complete | diverged |
+    failed | locked (another process holds the cell and `wait` is False)."""
+    lock = cell.lock
     try:
-        experiment = load_experiment(cell.experiment)
-        entry = next(t for t in experiment.config.tasks if t.key == cell.task)
-        spec = experiment.specs[cell.variant]
-        task = load_task(experiment.task_config(entry), pad_id=spec.pad_id)
-        spec = fit_to_task(spec, task)
-        summary = Trainer(spec, task, experiment.train_config(entry, cell.seed, cell.variant), out, resume=True, progress=False).run()
-        if summary["status"] == "complete":
-            model, task, _ = load_run(out)
-            settings = experiment.config.decode
-            metrics, hypotheses = evaluate(model, task, "test", DecodeConfig(
-                beam=settings.beam, alpha=settings.alpha, max_ratio=settings.max_ratio, max_extra=settings.max_extra))
-            save_evaluation(out, "test", metrics, hypotheses)  # test.json last: it marks the cell finished
+        if not lock.acquire(blocking=wait):
+            return "locked", f"held by another zoo run (pid {lock.holder()})"
+        return _run_cell(cell, threads), ""
     except Exception as err:  # noqa: BLE001 - a failing cell is recorded, and the grid goes on
-        out.mkdir(parents=True, exist_ok=True)
-        write_json(out / "failed.json", {"reason": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()})
-    return status(out)
+        return "failed", _record_failure(cell, err)
+    finally:
+        lock.release()
+
+
+# -- the live view ---------------------------------------------------------------------------------
+def view_state(cell: Cell) -> str:
+    if cell.record.exists():
+        found = read_record(cell.record)
+        return found["status"] if found and found["status"] != "corrupt" else "failed"
+    state = rundir.status(cell.out)
+    if state in ("pending", "started", "evaluating") and cell.lock.holder() not in (None, os.getpid()):
+        return f"{state} elsewhere" if state != "pending" else "locked"
+    return state
 
 
 def _progress(out: Path) -> tuple[str, float | None]:
     """A short line on a started cell (step, loss, tokens/s) and its fraction done, from its files."""
-    rows = [r for r in read_metrics(out / "metrics.jsonl") if "event" not in r]
+    try:
+        rows = [r for r in rundir.read_metrics(out / rundir.METRICS) if "event" not in r]
+        config = rundir.read_table(out / rundir.TRAIN)
+    except rundir.RunError:
+        return "", None
     if not rows:
         return "", None
     last = rows[-1]
-    fraction = None
-    try:
-        config = json.loads((out / "train.json").read_text())
-        parts = [last["step"] / config["steps"] if config.get("steps") else 0.0,
-                 last["epoch"] / config["epochs"] if config.get("epochs") else 0.0,
-                 last["seconds"] / (60 * config["minutes"]) if config.get("minutes") else 0.0]
-        fraction = min(1.0, max(parts))
-    except (OSError, ValueError, KeyError):
-        pass
-    return f"step {last['step']}  loss {last['loss']:.3f}  {last['tok_per_s']:,.0f} tok/s", fraction
+    parts = [last["step"] / config["steps"] if config.get("steps") else 0.0,
+             last.get("epoch", 0) / config["epochs"] if config.get("epochs") else 0.0,
+             last.get("seconds", 0) / (60 * config["minutes"]) if config.get("minutes") else 0.0]
+    line = f"step {last['step']}  loss {last.get('loss', float('nan')):.3f}  {last.get('tok_per_s', 0):,.0f} tok/s"
+    return line, min(1.0, max(parts))
 
 
 STYLE = {"complete": "green", "diverged": "yellow", "failed": "red", "started": "cyan", "evaluating": "cyan",
-         "pending": "dim"}
+         "pending": "dim", "locked": "magenta", "started elsewhere": "magenta", "evaluating elsewhere": "magenta"}
 
 
 class GridView:
-    """Rich renderable of the grid, re-read from the run directories on every refresh."""
+    """Rich renderable of the grid, re-read from the store on every refresh."""
 
-    def __init__(self, title: str, grid: list[Cell]):
+    def __init__(self, title: str, grid: list[Cell], notes: dict[str, str] | None = None):
         self.title, self.grid, self.started = title, grid, time.time()
         self.first_seen: dict[str, float] = {}
+        self.notes = notes if notes is not None else {}  # cell name -> failure reason from this process
 
     def __rich__(self):
-        states = {cell.name: status(Path(cell.out)) for cell in self.grid}
+        states = {cell.name: view_state(cell) for cell in self.grid}
         table = Table(title=self.title, title_justify="left", expand=False)
         for column in ("variant", "task", "seed", "status", "progress"):
             table.add_column(column)
         for cell in self.grid:
             state = states[cell.name]
             detail = ""
-            if state in ("started", "evaluating"):
-                line, fraction = _progress(Path(cell.out))
+            if state in ("started", "evaluating", "started elsewhere"):
+                line, fraction = _progress(cell.out)
                 seen = self.first_seen.setdefault(cell.name, time.time())
                 eta = ""
-                if fraction and fraction > 0.02:
+                if fraction and fraction > 0.02 and state == "started":
                     eta = f"  ETA {max(0.0, (time.time() - seen) * (1 - fraction) / fraction):.0f} s"
                 detail = line + (f"  {fraction:.0%}" if fraction is not None else "") + eta
-            elif state == "failed":
-                detail = json.loads((Path(cell.out) / "failed.json").read_text())["reason"][:80]
-            elif state == "diverged":
-                detail = json.loads((Path(cell.out) / "summary.json").read_text())["reason"]
-            table.add_row(cell.variant, cell.task, str(cell.seed), f"[{STYLE[state]}]{state}[/]", detail)
-        counts = {s: sum(1 for v in states.values() if v == s) for s in STYLE}
-        summary = "  ".join(f"{k}: {v}" for k, v in counts.items() if v)
+            elif state in ("failed", "diverged"):
+                found = read_record(cell.record)
+                detail = (found or {}).get("reason") or self.notes.get(cell.name, "")
+            elif state in ("locked", "evaluating elsewhere"):
+                detail = f"another zoo run (pid {cell.lock.holder()}) works on it; waiting"
+            table.add_row(cell.variant, cell.task, str(cell.seed), f"[{STYLE.get(state, 'white')}]{state}[/]",
+                          detail[:100])
+        counts: dict[str, int] = {}
+        for state in states.values():
+            counts[state] = counts.get(state, 0) + 1
+        summary = "  ".join(f"{k}: {v}" for k, v in counts.items())
         return Group(table, f"{summary}   elapsed {time.time() - self.started:.0f} s")
 
 
-def _local(grid: list[Cell], workers: int) -> None:
-    if workers <= 1:
-        for cell in grid:
-            execute(cell)
-        return
-    import multiprocessing
+# -- executors -------------------------------------------------------------------------------------
+def _watch_parent(parent: int) -> None:
+    """In a worker: exit as soon as the parent is gone (a kill -9 of `zoo run` must not leave workers
+    training into the store; their locks are released by the kernel when they exit)."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
 
-    threads = max(1, (os.cpu_count() or 1) // workers)
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        pool.starmap(execute, [(cell, threads) for cell in grid])
+    threading.Thread(target=watch, daemon=True).start()
 
 
-def _ray(grid: list[Cell], address: str | None, threads: int) -> None:
+def _local(grid: list[Cell], workers: int, results: dict[str, tuple[str, str]]) -> None:
+    def phase(todo: list[Cell], wait: bool) -> None:
+        if workers <= 1 or len(todo) <= 1:
+            for cell in todo:
+                results[cell.name] = execute(cell, None, wait)
+            return
+        import multiprocessing
+
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        context = multiprocessing.get_context("spawn")
+        with context.Pool(min(workers, len(todo)), initializer=_watch_parent, initargs=(os.getpid(),)) as pool:
+            for cell, outcome in zip(todo, pool.starmap(execute, [(cell, threads, wait) for cell in todo])):
+                results[cell.name] = outcome
+
+    phase(grid, wait=False)
+    phase([cell for cell in grid if results[cell.name][0] == "locked"], wait=True)  # left to another run: wait
+
+
+def _ray(grid: list[Cell], address: str | None, threads: int, results: dict[str, tuple[str, str]]) -> None:
     try:
         import ray
     except ImportError:
         raise ZooError("executor: 'ray' needs the ray extra: pip install '.[ray]'") from None
     ray.init(address=address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
     remote = ray.remote(num_cpus=threads)(execute)
-    ray.get([remote.remote(cell, threads) for cell in grid])
+    for cell, outcome in zip(grid, ray.get([remote.remote(cell, threads, True) for cell in grid])):
+        results[cell.name] = outcome
 
 
-def run_grid(experiment, runs_root: Path, *, executor: str = "local", workers: int = 1, address: str | None = None,
-             threads: int = 1, console: Console | None = None, live: bool = True) -> dict[str, str]:
-    """Run every cell; returns {cell name: final status}."""
-    grid = cells(experiment, runs_root)
+def plan(experiment, grid: list[Cell]) -> dict[str, list[str]]:
+    """{cell name: what changed} for the cells whose record or run directory is of another definition."""
+    stale = {}
+    for cell in grid:
+        entry = next(t for t in experiment.config.tasks if t.key == cell.task)
+        state, changed = cell_state(cell, store.definition(experiment, cell.variant, entry, cell.seed))
+        if state == "stale":
+            stale[cell.name] = changed
+    return stale
+
+
+def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str = "local", workers: int = 1,
+             address: str | None = None, threads: int = 1, console: Console | None = None,
+             live: bool = True) -> dict[str, tuple[str, str]]:
+    """Run every cell; returns {cell name: (final status, reason)}."""
+    concurrent = workers if executor == "local" else 0
+    grid = cells(experiment, runs_root, records_root, concurrent=max(concurrent, 1))
+    console = console or Console(stderr=True)
+    stale = plan(experiment, grid)
+    if stale:
+        console.print(f"[yellow]{len(stale)} cells were run under another definition; their old records and run "
+                      f"directories go to {store.STALE}/ and they are run again:[/]")
+        for name, changed in stale.items():
+            console.print(f"  {name}: " + "; ".join(changed[:4]) + (" ..." if len(changed) > 4 else ""))
+    results: dict[str, tuple[str, str]] = {}
     runner: Callable[[], None]
     if executor == "local":
-        runner = lambda: _local(grid, workers)  # noqa: E731
+        runner = lambda: _local(grid, workers, results)  # noqa: E731
     elif executor == "ray":
-        runner = lambda: _ray(grid, address, threads)  # noqa: E731
+        runner = lambda: _ray(grid, address, threads, results)  # noqa: E731
     else:
         raise ZooError(f"executor: {executor!r} is not one of local, ray")
     errors: list[BaseException] = []
@@ -192,15 +339,16 @@ def run_grid(experiment, runs_root: Path, *, executor: str = "local", workers: i
             errors.append(err)
 
     worker = threading.Thread(target=guarded, daemon=True)
-    view = GridView(f"zoo run {experiment.name}: {len(grid)} runs -> {runs_root}", grid)
-    console = console or Console(stderr=True)
+    notes = {name: reason for name, (_, reason) in results.items()}
+    view = GridView(f"zoo run {experiment.name}: {len(grid)} runs -> {runs_root}", grid, notes)
     with Live(view, console=console, refresh_per_second=2, transient=False) if live else _Quiet():
         worker.start()
         while worker.is_alive():
             worker.join(timeout=0.5)
+            notes.update({name: reason for name, (_, reason) in results.items()})
     if errors:
         raise errors[0]
-    return {cell.name: status(Path(cell.out)) for cell in grid}
+    return {cell.name: results.get(cell.name, ("failed", "not run")) for cell in grid}
 
 
 class _Quiet:

@@ -1,49 +1,54 @@
-"""Reading run directories into tables: one row per grid cell, and the learning curves.
+"""Reading an experiment's records into tables: one row per grid cell, the learning curves, and the
+per-sentence statistics the seed-aware tests resample.
 
-A run directory is `RUNS/<variant>/<task key>/seed-<n>/` (see zoo/train/run.py for what it holds).
-Nothing here trains, decodes or writes: the report is a pure function of what the runs left behind,
-so it can be rebuilt at any time, also while some runs are still going.
+Records are written by `zoo run` (zoo/experiment/record.py) into reports/<experiment>/records/ and
+committed beside the report. Nothing here trains, decodes or reads a run directory, so a report is a
+pure function of the records and the experiment file, and can be rebuilt anywhere.
 
 Columns of `collect`'s table (and of results.csv):
 
-    variant, task, seed, status, reason      status: complete | diverged | failed | incomplete | missing
-    parameters, steps, tokens, train_seconds from summary.json (parameters: trainable ones)
+    variant, task, seed, status, reason      status: complete | diverged | failed | stale | missing
+    parameters, steps, tokens, train_seconds from the record's summary (parameters: trainable ones)
     tok_per_s                                tokens / train_seconds: mean training throughput
     valid_loss, valid_nll, valid_ppl         the last evaluation row (validation set)
-    bleu, bleu_lowercase, chrf,              from test.json: TEST-set metrics (text tasks)
+    valid_metric                             the task's primary metric on the last validation decode
+    bleu, bleu_lowercase, chrf,              test-set metrics (text tasks)
     exact_match, token_accuracy              ... or synthetic tasks; NaN where not applicable
     test_nll, test_ppl                       teacher-forced test loss per token, perplexity
-    steps_to_threshold                       first evaluation step where the task's main validation
-                                             metric >= TaskEntry.threshold; NaN if never / no threshold
-    device                                   where the run trained (summary.json)
-    run_dir                                  the run directory
+    device, concurrent_runs                  where the run trained, and how many runs shared the machine
+    record                                   the record file, relative to the records folder
+
+A record whose definition differs from the experiment file as it is now (other steps, another spec,
+other data) is *stale*: listed, never counted.
 """
 
 from __future__ import annotations
 
-import json
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from zoo.data import Task
 from zoo.data.config import parse_name
 from zoo.errors import ZooError
 from zoo.experiment import Experiment
+from zoo.experiment import record as records
+from zoo.experiment import store
 from zoo.experiment.config import TaskEntry
-from zoo.train.run import read_metrics
+from zoo.rundir import RunError
 
 TEST_METRICS = ("bleu", "bleu_lowercase", "chrf", "exact_match", "token_accuracy")
 COLUMNS = ("variant", "task", "seed", "status", "reason", "parameters", "steps", "tokens", "train_seconds",
-           "tok_per_s", "valid_loss", "valid_nll", "valid_ppl", *TEST_METRICS, "test_nll", "test_ppl",
-           "steps_to_threshold", "device", "run_dir")
-STATUSES = ("complete", "diverged", "failed", "incomplete", "missing")
+           "tok_per_s", "valid_loss", "valid_nll", "valid_ppl", "valid_metric", *TEST_METRICS, "test_nll",
+           "test_ppl", "device", "concurrent_runs", "record")
+STATUSES = ("complete", "diverged", "failed", "stale", "missing")
 
 
 class ReportError(ZooError):
-    """A run directory or an experiment's findings cannot be read into a report; the message names the file."""
+    """Records or an experiment's findings cannot be read into a report; the message names the file."""
 
 
 def task_kind(task: TaskEntry) -> str:
@@ -56,15 +61,9 @@ def main_metric(task: TaskEntry) -> str:
     return "bleu" if task_kind(task) == "text" else "exact_match"
 
 
-def run_path(runs_root: Path, variant: str, task: TaskEntry, seed: int) -> Path:
-    return Path(runs_root) / variant / task.key / f"seed-{seed}"
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ReportError(f"{path}: cannot read ({err})") from None
+def record_path(records_root: Path, variant: str, task: str, seed: int) -> Path:
+    part = store.cell_part(variant, task, seed)
+    return Path(records_root) / part.with_name(part.name + ".json")
 
 
 def _number(value: Any) -> float:
@@ -74,88 +73,101 @@ def _number(value: Any) -> float:
     return float(value)
 
 
-def steps_to_threshold(rows: list[dict[str, Any]], metric: str, threshold: float | None) -> float:
-    """The first evaluation step whose `metric` reaches `threshold`; NaN if none does (or no threshold)."""
-    if threshold is None:
-        return math.nan
-    for row in rows:
-        if row.get("event") == "eval" and _number(row.get(metric)) >= threshold:
-            return float(row["step"])
-    return math.nan
+@dataclass
+class Records:
+    """The records of an experiment's grid, keyed by (variant, task, seed); stale ones kept apart."""
+
+    root: Path
+    found: dict[tuple[str, str, int], dict[str, Any]] = field(default_factory=dict)
+    stale: dict[tuple[str, str, int], list[str]] = field(default_factory=dict)  # cell -> what changed
+    unchecked_data: set[str] = field(default_factory=set)  # tasks whose data could not be fingerprinted here
+
+    def get(self, variant: str, task: str, seed: int) -> dict[str, Any] | None:
+        return self.found.get((variant, task, seed))
 
 
-def read_run(path: Path, task: TaskEntry) -> dict[str, Any]:
-    """One row of the results table for the run directory `path` (which may not exist)."""
+def load_records(experiment: Experiment, records_root: str | Path) -> Records:
+    """Every grid cell's record, checked against the cell's definition as the experiment file now gives it."""
+    result = Records(Path(records_root))
+    definitions: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for variant, task, seed in experiment.grid():
+        path = record_path(result.root, variant, task.key, seed)
+        if not path.exists():
+            continue
+        try:
+            found = records.read(path)
+        except RunError as err:
+            raise ReportError(str(err)) from None
+        current = definitions.setdefault((variant, task.key, seed), store.definition(experiment, variant, task, seed))
+        if current["data"] is None:
+            result.unchecked_data.add(task.key)
+        changed = store.changes(found["definition"], current) if found["status"] != "failed" else []
+        if changed:
+            result.stale[(variant, task.key, seed)] = changed
+        else:
+            result.found[(variant, task.key, seed)] = found
+    return result
+
+
+def read_row(found: dict[str, Any] | None, task: TaskEntry, stale: list[str] | None) -> dict[str, Any]:
+    """One row of the results table from a cell's record (which may be missing or stale)."""
     row: dict[str, Any] = {column: math.nan for column in COLUMNS[5:]}
-    row.update(status="missing", reason="no run directory", device="", run_dir=str(path))
-    if not path.is_dir():
+    row.update(status="missing", reason="no record: not run yet (zoo run)", device="", record="")
+    if stale:
+        return {**row, "status": "stale", "reason": "recorded under another definition: " + "; ".join(stale[:3])}
+    if found is None:
         return row
-    if (path / "failed.json").exists():
-        failed = read_json(path / "failed.json")
-        reason = " ".join(str(failed.get("reason", "")).split())  # one line: it goes into tables and lists
-        return {**row, "status": "failed", "reason": reason or "failed (no reason given)"}
-    metrics = read_metrics(path / "metrics.jsonl")
-    evals = [r for r in metrics if r.get("event") == "eval"]
-    if not (path / "summary.json").exists():
-        done = max((r.get("step", 0) for r in metrics), default=0)
-        return {**row, "status": "incomplete", "steps": float(done),
-                "reason": f"no summary.json: still running or stopped (last logged step {done})"}
-    summary = read_json(path / "summary.json")
-    status = summary.get("status", "")
-    if status not in ("complete", "diverged"):
-        raise ReportError(f"{path / 'summary.json'}: status {status!r} is not 'complete' or 'diverged'")
-    final = summary.get("final") or (evals[-1] if evals else {})
+    if found["status"] == "failed":
+        return {**row, "status": "failed", "reason": " ".join(str(found.get("reason", "")).split()) or "failed"}
+    summary, final = found.get("summary") or {}, found.get("final") or {}
     tokens, seconds = _number(summary.get("tokens")), _number(summary.get("train_seconds"))
-    row.update(status=status, reason=summary.get("reason", ""), parameters=_number(summary.get("parameters")),
+    row.update(status=found["status"], reason=found.get("reason", ""), parameters=_number(summary.get("parameters")),
                steps=_number(summary.get("steps")), tokens=tokens, train_seconds=seconds,
                tok_per_s=tokens / seconds if seconds > 0 else math.nan, device=str(summary.get("device", "")),
+               concurrent_runs=_number((found.get("provenance") or {}).get("concurrent_runs")),
                valid_loss=_number(final.get("valid_loss")), valid_nll=_number(final.get("valid_nll")),
-               valid_ppl=_number(final.get("valid_ppl")),
-               steps_to_threshold=steps_to_threshold(evals, main_metric(task), task.threshold))
-    test_file = path / "test.json"
-    if test_file.exists():
-        test = read_json(test_file)
+               valid_ppl=_number(final.get("valid_ppl")), valid_metric=_number(final.get(main_metric(task))))
+    test = found.get("test")
+    if test:
         row.update({name: _number(test.get(name)) for name in TEST_METRICS})
         row.update(test_nll=_number(test.get("nll")), test_ppl=_number(test.get("ppl")))
-    elif status == "complete":
-        row["reason"] = "no test.json yet: the test set has not been decoded (still evaluating, or stopped)"
     return row
 
 
-def collect(experiment: Experiment, runs_root: str | Path) -> pd.DataFrame:
+def collect(experiment: Experiment, found: Records) -> pd.DataFrame:
     """One row per grid cell (variant x task x seed), in grid order; see the module docstring."""
     rows = []
     for variant, task, seed in experiment.grid():
-        row = read_run(run_path(Path(runs_root), variant, task, seed), task)
+        key = (variant, task.key, seed)
+        row = read_row(found.get(*key), task, found.stale.get(key))
+        if row["status"] != "missing":
+            row["record"] = record_path(Path("."), *key).as_posix()
         rows.append({"variant": variant, "task": task.key, "seed": seed, **row})
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def curves(frame: pd.DataFrame) -> pd.DataFrame:
-    """Long table of the complete runs' logged rows: variant, task, seed, step, kind ('train'|'eval'),
-    and the logged values (loss for training rows; valid_* and metrics for evaluation rows)."""
-    rows = []
-    for run in frame[frame.status == "complete"].itertuples():
-        for logged in read_metrics(Path(run.run_dir) / "metrics.jsonl"):
-            if logged.get("event") not in (None, "eval") or "step" not in logged:
+def curves(found: Records) -> pd.DataFrame:
+    """Long table of the recorded curves: variant, task, seed, step, kind ('train'|'eval'), and the
+    logged values (loss for training rows; valid_* and metrics for evaluation rows)."""
+    frames = []
+    for (variant, task, seed), record in found.found.items():
+        for kind in ("train", "eval"):
+            columns = (record.get("curves") or {}).get(kind) or {}
+            if not columns.get("step"):
                 continue
-            kind = "eval" if logged.get("event") == "eval" else "train"
-            values = {k: _number(v) for k, v in logged.items() if k not in ("event", "step")}
-            rows.append({"variant": run.variant, "task": run.task, "seed": run.seed, "step": logged["step"],
-                         "kind": kind, **values})
-    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["variant", "task", "seed", "step", "kind", "loss"])
+            table = pd.DataFrame({k: pd.to_numeric(pd.Series(v), errors="coerce") for k, v in columns.items()})
+            frames.append(table.assign(variant=variant, task=task, seed=seed, kind=kind))
+    if not frames:
+        return pd.DataFrame(columns=["variant", "task", "seed", "step", "kind", "loss"])
+    return pd.concat(frames, ignore_index=True)
 
 
-def hypotheses(run_dir: str | Path) -> list[str] | None:
-    """The run's detokenized test outputs (test.hyp, one per line), or None if it has none."""
-    path = Path(run_dir) / "test.hyp"
-    if not path.exists():
+def sentence_stats(found: Records, variant: str, task: str, seed: int, metric: str) -> np.ndarray | None:
+    """(N, k) per-sentence statistics of a complete cell's test set for `metric` (bleu, chrf or
+    exact_match), or None when the record has none."""
+    record = found.get(variant, task, seed)
+    rows = ((record or {}).get("sentences") or {}).get(metric)
+    if rows is None:
         return None
-    text = path.read_text(encoding="utf-8")
-    lines = text.split("\n")  # not splitlines(): a hypothesis may hold other line-breaking characters
-    return lines[:-1] if text.endswith("\n") else lines if text else []
-
-
-def references(run_dir: str | Path) -> list[str]:
-    """The test references of the task saved in the run directory (Task.load(run/task))."""
-    return Task.load(Path(run_dir) / "task").references("test")
+    array = np.asarray(rows, dtype=float)
+    return array[:, None] if array.ndim == 1 else array

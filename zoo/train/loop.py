@@ -25,7 +25,8 @@ from zoo.evaluate import evaluate, validation_loss
 from zoo.spec import ModelSpec
 from zoo.train.config import TrainConfig
 from zoo.loss import loss_sums
-from zoo.train.run import RunError, atomic_write, read_metrics, save_checkpoint, write_json
+from zoo.rundir import METRICS, SPEC, SUMMARY, TASK, TRAIN, RunError, atomic_write, read_metrics, read_table, write_json
+from zoo.train.run import save_checkpoint
 from zoo.train.schedule import learning_rate
 
 
@@ -68,19 +69,25 @@ class Trainer:
     # -- run directory -------------------------------------------------------------------------
     def _prepare(self) -> dict[str, Any] | None:
         """Write the run's description, or check it against what is there; a finished run's summary."""
-        spec_file, config_file = self.out / "spec.json", self.out / "train.json"
+        spec_file, config_file = self.out / SPEC, self.out / TRAIN
         described = {"digest": self.spec.digest(), "spec": self.spec.model_dump(mode="json")}
         if spec_file.exists():
             if not self.resume:
                 raise RunError(f"{self.out} already holds a run; pass --resume to continue it, or choose another --out")
-            if json.loads(spec_file.read_text())["digest"] != described["digest"]:
+            if read_table(spec_file).get("digest") != described["digest"]:
                 raise RunError(f"{self.out} holds a run of another spec (digest differs); choose another --out")
-            if json.loads(config_file.read_text()) != self.config.model_dump(mode="json"):
+            if read_table(config_file) != self.config.model_dump(mode="json"):
                 raise RunError(f"{self.out} holds a run with another training config; choose another --out")
-            summary = self.out / "summary.json"
-            return json.loads(summary.read_text()) if summary.exists() else None
+            summary = self.out / SUMMARY
+            if not summary.exists():
+                return None
+            finished = read_table(summary)
+            if finished.get("status") not in ("complete", "diverged"):
+                raise RunError(f"{summary}: status {finished.get('status')!r} is not 'complete' or 'diverged'; "
+                               "the file is damaged (move the run directory aside to train it again)")
+            return finished
         self.out.mkdir(parents=True, exist_ok=True)
-        self.task.save(self.out / "task")
+        self.task.save(self.out / TASK)
         write_json(config_file, self.config.model_dump(mode="json"))
         write_json(spec_file, described)  # last: its presence marks a started run
         return None
@@ -157,7 +164,7 @@ class Trainer:
         optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=c.betas, eps=c.eps, weight_decay=c.weight_decay)
         pos = Position()
         torch.manual_seed(c.seed)  # dropout
-        metrics_file, checkpoint_file = self.out / "metrics.jsonl", self.out / "checkpoint.pt"
+        metrics_file, checkpoint_file = self.out / METRICS, self.out / "checkpoint.pt"
         if checkpoint_file.exists():
             state = torch.load(checkpoint_file, map_location="cpu", weights_only=False)
             model.load_state_dict(state["model"])
@@ -212,7 +219,7 @@ class Trainer:
             "epochs": round(self._epochs_done(pos), 4), "tokens": pos.tokens, "train_seconds": round(pos.seconds, 2),
             "device": describe_device(self.device), "precision": c.precision, "final": last_eval,
         })
-        write_json(self.out / "summary.json", summary)
+        write_json(self.out / SUMMARY, summary)
         return summary
 
     def _progress(self):

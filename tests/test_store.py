@@ -1,0 +1,278 @@
+"""The run store: stale definitions, locks, safe paths, fault isolation, kills at random moments."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from zoo import rundir
+from zoo.atomic import TEMP_SUFFIX
+from zoo.experiment import ExperimentError, load_experiment, store
+from zoo.experiment import record as records
+from zoo.experiment.runner import cells, execute, run_grid
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOKE = (ROOT / "experiments" / "smoke.toml").read_text()
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+TIMINGS = {"tok_per_s", "seconds", "train_seconds", "finished"}
+
+
+def experiment_file(folder: Path, text: str = SMOKE, **replace: str) -> Path:
+    for old, new in replace.items():
+        assert old in text
+        text = text.replace(old, new)
+    path = folder / "smoke.toml"
+    path.write_text(text)
+    return path
+
+
+def run(path: Path, root: Path) -> dict:
+    return run_grid(load_experiment(path), root / "runs", root / "records", live=False)
+
+
+def comparable(value):
+    """A record without what legitimately differs between two runs of it: timings and provenance."""
+    if isinstance(value, dict):
+        return {k: comparable(v) for k, v in value.items() if k not in TIMINGS and k != "provenance"}
+    if isinstance(value, list):
+        return [comparable(v) for v in value]
+    return value
+
+
+def all_records(root: Path) -> dict[str, dict]:
+    return {p.relative_to(root).as_posix(): comparable(json.loads(p.read_text()))
+            for p in sorted(root.rglob("seed-*.json")) if store.STALE not in p.parts}
+
+
+# -- definitions and stale cells ------------------------------------------------------------------
+def test_definition_names_what_decides_the_numbers(tmp_path):
+    experiment = load_experiment(experiment_file(tmp_path))
+    variant, task, seed = experiment.grid()[0]
+    defined = store.definition(experiment, variant, task, seed)
+    assert set(defined) == {"spec", "task", "data", "train", "decode"}
+    assert defined["train"]["steps"] == 40 and defined["train"]["seed"] == seed and defined["data"] == {}
+    other = load_experiment(experiment_file(tmp_path, **{"steps = 40": "steps = 80"}))
+    changed = store.changes(defined, store.definition(other, variant, task, seed))
+    assert changed == ["train.steps: 40 -> 80"]
+
+
+@pytest.mark.slow
+def test_changed_steps_retrain_every_cell_and_move_the_old_ones_aside(tmp_path):
+    assert {s for s, _ in run(experiment_file(tmp_path), tmp_path).values()} == {"complete"}
+    before = all_records(tmp_path / "records")
+    run(experiment_file(tmp_path, **{"steps = 40": "steps = 60"}), tmp_path)
+    after = all_records(tmp_path / "records")
+    assert set(after) == set(before)
+    assert all(r["summary"]["steps"] == 60 for r in after.values())  # nothing 40-step survives as current
+    assert len(list((tmp_path / "records" / store.STALE).rglob("seed-*.json"))) == 4  # moved, not deleted
+    assert len(list((tmp_path / "runs" / store.STALE).rglob("summary.json"))) == 4
+
+
+@pytest.mark.slow
+def test_added_seed_with_changed_steps_never_pools_two_definitions(tmp_path):
+    run(experiment_file(tmp_path), tmp_path)
+    path = experiment_file(tmp_path, **{"seeds = [0, 1]": "seeds = [0, 1, 2]", "steps = 40": "steps = 50"})
+    run(path, tmp_path)
+    steps = {r["summary"]["steps"] for r in all_records(tmp_path / "records").values()}
+    assert steps == {50}
+
+
+@pytest.mark.slow
+def test_changed_variant_overrides_are_stale_and_an_interrupted_cell_restarts_cleanly(tmp_path):
+    path = experiment_file(tmp_path)
+    experiment = load_experiment(path)
+    cell = cells(experiment, tmp_path / "runs", tmp_path / "records")[0]
+    # an interrupted cell: definition written, training started, no record
+    rundir.write_json(cell.out / rundir.DEFINITION, {"definition": {"train": {"steps": 1}}, "digest": "x"})
+    (cell.out / rundir.SPEC).write_text("{}")
+    changed = path.read_text().replace('set = {"residual.kind" = "pre-norm"}',
+                                       'set = {"residual.kind" = "pre-norm", dropout = 0.2}')
+    path.write_text(changed)
+    result = run(path, tmp_path)
+    assert {s for s, _ in result.values()} == {"complete"}, result
+    found = records.read(cell.record)
+    assert found["definition"]["train"]["steps"] == 40
+    assert all(r["definition"]["spec"]["dropout"] == 0.2 for name, r in all_records(tmp_path / "records").items()
+               if name.startswith("pre-norm"))
+
+
+# -- locks ----------------------------------------------------------------------------------------
+def test_a_locked_cell_is_left_to_its_holder_then_waited_for(tmp_path):
+    experiment = load_experiment(experiment_file(tmp_path))
+    cell = cells(experiment, tmp_path / "runs", tmp_path / "records")[0]
+    other = cell.lock
+    assert other.acquire()
+    try:
+        status, reason = execute(cell)
+        assert status == "locked" and str(os.getpid()) in reason
+        assert not cell.out.exists()  # nothing written while another process holds it
+    finally:
+        other.release()
+    assert cell.lock.holder() is None
+
+
+@pytest.mark.slow
+def test_waiting_runner_skips_what_the_holder_recorded(tmp_path):
+    experiment = load_experiment(experiment_file(tmp_path))
+    cell = cells(experiment, tmp_path / "runs", tmp_path / "records")[0]
+    holder = cell.lock
+    assert holder.acquire()
+    outcome: dict = {}
+    waiter = threading.Thread(target=lambda: outcome.update(result=execute(cell, wait=True)))
+    waiter.start()
+    time.sleep(0.5)
+    assert waiter.is_alive()  # blocked on the lock
+    holder.release()
+    waiter.join(timeout=120)
+    assert outcome["result"][0] == "complete"
+
+
+@pytest.mark.slow
+def test_two_concurrent_zoo_runs_train_each_cell_once(tmp_path):
+    path = experiment_file(tmp_path)
+    command = [sys.executable, "-m", "zoo", "run", str(path), "--runs", str(tmp_path / "runs"), "--out",
+               str(tmp_path / "out"), "--no-live"]
+    first = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    second = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for process in (first, second):
+        _, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+    for cell in cells(load_experiment(path), tmp_path / "runs", tmp_path / "out" / "records"):
+        steps = [row["step"] for row in rundir.read_metrics(cell.out / rundir.METRICS) if "event" not in row]
+        assert steps == list(range(1, 41)), cell.name  # one uninterrupted sequence: trained once
+        assert records.read(cell.record)["status"] == "complete"
+
+
+@pytest.mark.slow
+def test_workers_die_with_their_parent(tmp_path):
+    path = experiment_file(tmp_path, **{"steps = 40": "steps = 400"})
+    command = [sys.executable, "-m", "zoo", "run", str(path), "--runs", str(tmp_path / "runs"), "--out",
+               str(tmp_path / "out"), "--no-live", "--workers", "2"]
+    process = subprocess.Popen(command, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    grid = cells(load_experiment(path), tmp_path / "runs", tmp_path / "out" / "records")
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(rundir.read_metrics(c.out / rundir.METRICS) for c in grid):
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    time.sleep(3)
+    assert all(cell.lock.holder() is None for cell in grid)  # the workers are gone, and so are their locks
+    sizes = [(c.out / rundir.METRICS).stat().st_size if (c.out / rundir.METRICS).exists() else 0 for c in grid]
+    time.sleep(2)
+    assert sizes == [(c.out / rundir.METRICS).stat().st_size if (c.out / rundir.METRICS).exists() else 0
+                     for c in grid]  # nobody writes any more
+
+
+# -- paths ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("replace, field", [
+    ({'name = "smoke"': 'name = "../../x"'}, "name"),
+    ({'name = "smoke"': 'name = "/tmp/x"'}, "name"),
+    ({'name = "smoke"': 'name = ""'}, "name"),
+    ({'name = "copy"': 'name = "copy"\nlabel = ".."'}, "label"),
+    ({'name = "copy"': 'name = "copy"\nlabel = "a/b"'}, "label"),
+    ({'label = "pre-norm"': 'label = "pre/norm"'}, "label"),
+])
+def test_names_that_become_paths_are_validated(tmp_path, replace, field):
+    with pytest.raises(ExperimentError, match=field):
+        load_experiment(experiment_file(tmp_path, **replace))
+
+
+def test_paths_stay_under_their_root(tmp_path):
+    assert store.inside(tmp_path, tmp_path / "a" / "b") == tmp_path / "a" / "b"
+    with pytest.raises(store.StoreError, match="outside"):
+        store.inside(tmp_path / "a", tmp_path / "a" / ".." / "b")
+
+
+# -- faults stay in their cell --------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("garbage", ["{}", "not json", "[1, 2]"])
+def test_a_corrupt_summary_fails_its_cell_and_the_grid_goes_on(tmp_path, garbage):
+    path = experiment_file(tmp_path)
+    run(path, tmp_path)
+    cell = cells(load_experiment(path), tmp_path / "runs", tmp_path / "records")[0]
+    cell.record.unlink()  # as if the cell had stopped just before its record was written
+    (cell.out / rundir.SUMMARY).write_text(garbage)
+    result = run(path, tmp_path)
+    assert result[cell.name][0] == "failed"
+    reason = records.read(cell.record)["reason"]
+    assert "summary.json" in reason and "\n" not in reason
+    assert [s for name, (s, _) in result.items() if name != cell.name] == ["complete"] * 3
+
+
+def test_a_store_that_cannot_be_written_at_all_is_reported_not_a_traceback(tmp_path, monkeypatch):
+    experiment = load_experiment(experiment_file(tmp_path))
+    grid = cells(experiment, tmp_path / "runs", tmp_path / "records")
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(rundir, "write_json", read_only)
+    monkeypatch.setattr(records, "write", read_only)
+    outcomes = [execute(cell) for cell in grid]
+    assert {status for status, _ in outcomes} == {"failed"}
+    assert all("Permission denied" in reason and "could not be recorded" in reason for _, reason in outcomes)
+
+
+def test_an_unwritable_record_becomes_failed_json_in_the_run_directory(tmp_path, monkeypatch):
+    experiment = load_experiment(experiment_file(tmp_path))
+    cell = cells(experiment, tmp_path / "runs", tmp_path / "records")[0]
+
+    def no_space(path, record):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(records, "write", no_space)
+    status, reason = execute(cell)
+    assert status == "failed" and "No space left" in reason
+    assert "No space left" in rundir.read_table(cell.out / rundir.FAILED)["reason"]
+
+
+def test_a_garbage_metrics_line_is_named_not_silently_truncated(tmp_path):
+    path = tmp_path / rundir.METRICS
+    path.write_text('{"step": 1, "loss": 2.0}\nGARBAGE\n{"step": 2, "loss": 1.0}\n')
+    with pytest.raises(rundir.RunError, match=r"metrics.jsonl:2"):
+        rundir.read_metrics(path)
+    path.write_text('{"step": 1, "loss": 2.0}\n{"step": 2, "lo')  # cut short by a kill: dropped
+    assert [r["step"] for r in rundir.read_metrics(path)] == [1]
+
+
+def test_temporary_files_of_killed_writes_are_removed_on_the_next_start(tmp_path):
+    leftover = tmp_path / "run" / f".checkpoint.pt.abc123{TEMP_SUFFIX}"
+    leftover.parent.mkdir()
+    leftover.write_bytes(b"half")
+    (tmp_path / "run" / "keep.json").write_text("{}")
+    assert rundir.clean_temporaries(tmp_path / "run") == [leftover]
+    assert not leftover.exists() and (tmp_path / "run" / "keep.json").exists()
+
+
+# -- kills at random moments ----------------------------------------------------------------------
+@pytest.mark.slow
+def test_kills_at_random_moments_end_with_the_records_of_an_uninterrupted_grid(tmp_path):
+    path = experiment_file(tmp_path)
+
+    def command(root: Path) -> list[str]:
+        return [sys.executable, "-m", "zoo", "run", str(path), "--runs", str(root / "runs"), "--out", str(root),
+                "--no-live"]
+
+    clean = subprocess.run(command(tmp_path / "clean"), env=ENV, capture_output=True, text=True)
+    assert clean.returncode == 0, clean.stderr
+    killer = random.Random(2026)
+    for attempt in range(3):
+        root = tmp_path / f"killed-{attempt}"
+        for _ in range(3):
+            process = subprocess.Popen(command(root), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(killer.uniform(0.5, 6.0))
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+        resumed = subprocess.run(command(root), env=ENV, capture_output=True, text=True)
+        assert resumed.returncode == 0, resumed.stderr
+        assert all_records(root / "records") == all_records(tmp_path / "clean" / "records")
+        assert not [p for p in (root / "runs").rglob(f"*{TEMP_SUFFIX}") if store.STALE not in p.parts]

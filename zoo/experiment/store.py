@@ -1,0 +1,204 @@
+"""The run store: where each cell of a grid lives, what defines it, and who may work on it now.
+
+    runs/<experiment>/<variant>/<task>/seed-<n>/            the run directory (zoo/rundir.py); not committed
+    runs/<experiment>/.locks/<variant>/<task>/seed-<n>.lock  held by the process working on the cell
+    reports/<experiment>/records/<variant>/<task>/seed-<n>.json   the cell's compact record (record.py);
+                                                                   committed beside the report
+    <root>/.stale/<UTC time>/<variant>/<task>/seed-<n>[...]  run directories and records of an older definition
+
+A cell's *definition* is everything that decides its numbers: the model spec, the task's settings
+and a fingerprint of its data files, the training config (seed included) and the decode settings.
+Its digest is written into the run directory before training starts and into the record, so a run
+or record made under another definition is recognised, moved aside (never deleted) and retrained;
+numbers from two definitions can never meet in one statistic.
+
+Locks are `fcntl.flock` locks on files outside the run directories (moving a run aside must not move
+its lock). The kernel releases them when the holding process dies, `kill -9` included, so a lock
+can never be left stuck. Every path the store writes is checked to stay under its root.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from zoo.errors import ZooError
+
+# A name that becomes one path component: no separators, no '..', not hidden, not empty.
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+:=-]{0,99}$")
+STALE = ".stale"
+LOCKS = ".locks"
+RECORDS = "records"  # reports/<experiment>/records/
+
+
+class StoreError(ZooError):
+    """A path would leave its root, or a store file cannot be used; the message names it."""
+
+
+def check_name(value: str, what: str) -> str:
+    """`value` if it can name a folder safely; ValueError naming `what` otherwise."""
+    if not isinstance(value, str) or not SAFE_NAME.match(value) or ".." in value:
+        raise ValueError(f"{what}: {value!r} must start with a letter or digit and hold only letters, digits and "
+                         "_ . + : = - (at most 100 characters, no '..'): it names a folder")
+    return value
+
+
+def inside(root: Path, path: Path) -> Path:
+    """`path`, after checking that it resolves to a place under `root`."""
+    resolved_root, resolved = Path(root).resolve(), Path(path).resolve()
+    if resolved != resolved_root and resolved_root not in resolved.parents:
+        raise StoreError(f"{path}: outside {root}; refusing to write there")
+    return Path(path)
+
+
+def cell_part(variant: str, task: str, seed: int) -> Path:
+    """The relative path of a cell under a runs or records root."""
+    return Path(variant) / task / f"seed-{seed}"
+
+
+# -- definitions ------------------------------------------------------------------------------------
+_FINGERPRINTS: dict[tuple[str, int, int], str] = {}
+
+
+def file_fingerprint(path: Path) -> str:
+    """sha256 of a file's bytes (first 16 hex digits), cached by path, size and modification time."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _FINGERPRINTS:
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        _FINGERPRINTS[key] = digest.hexdigest()[:16]
+    return _FINGERPRINTS[key]
+
+
+def data_fingerprint(task_config) -> dict[str, str] | None:
+    """{'train.de': sha, ...} for a text task's files; {} for a synthetic task (its settings define
+    it); None when the corpus cannot be found here (a report made on a machine without the data)."""
+    from zoo.data.corpus import resolve_data_dir
+    from zoo.data.task import SPLITS
+
+    name = task_config.parsed
+    if name.kind != "text":
+        return {}
+    try:
+        folder = resolve_data_dir(task_config.data_dir) / name.corpus
+        return {f"{split}.{lang}": file_fingerprint(folder / f"{split}.{lang}")
+                for split in SPLITS for lang in (name.src, name.tgt)}
+    except (ZooError, OSError):
+        return None
+
+
+def definition(experiment, variant: str, task, seed: int) -> dict[str, Any]:
+    """What decides the numbers of cell (variant, task, seed); see the module docstring. The data
+    folder's location is not part of it (the same files elsewhere are the same data)."""
+    task_config = experiment.task_config(task)
+    return {
+        "spec": experiment.specs[variant].model_dump(mode="json", exclude={"name", "description", "notes"}),
+        "task": task_config.model_dump(mode="json", exclude={"data_dir"}),
+        "data": data_fingerprint(task_config),
+        "train": experiment.train_config(task, seed, variant).model_dump(mode="json"),
+        "decode": experiment.config.decode.model_dump(mode="json"),
+    }
+
+
+def digest(value: dict[str, Any]) -> str:
+    """16 hex digits of sha256 over the canonical JSON, without the data fingerprint when it is unknown."""
+    payload = {k: v for k, v in value.items() if not (k == "data" and v is None)}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, sub in value.items():
+            out.update(_flat(sub, f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): value}
+
+
+def changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """'train.steps: 40 -> 80' for every field whose value differs; an unknown data fingerprint on
+    either side is not a change (it could not be checked)."""
+    if old.get("data") is None or new.get("data") is None:
+        old, new = {k: v for k, v in old.items() if k != "data"}, {k: v for k, v in new.items() if k != "data"}
+    a, b = _flat(old), _flat(new)
+    missing = "(absent)"
+    return [f"{key}: {a.get(key, missing)} -> {b.get(key, missing)}" for key in sorted(set(a) | set(b))
+            if a.get(key, missing) != b.get(key, missing)]
+
+
+def same_definition(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    return not changes(old, new)
+
+
+# -- moving aside -----------------------------------------------------------------------------------
+def stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+
+
+def move_aside(path: Path, root: Path, when: str) -> Path:
+    """Move `path` (under `root`) to root/.stale/<when>/<same relative path>; returns where it went."""
+    relative = inside(root, path).resolve().relative_to(Path(root).resolve())
+    target = inside(root, Path(root) / STALE / when / relative)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(path), str(target))
+    return target
+
+
+# -- locks ------------------------------------------------------------------------------------------
+class CellLock:
+    """An exclusive flock on runs/<experiment>/.locks/<cell>.lock; the holder's pid is written into it
+    so another runner can say who holds it. Released on `release()`, on exit, or when the process dies."""
+
+    def __init__(self, path: Path):
+        self.path, self.fd = Path(path), None
+
+    def acquire(self, blocking: bool = False) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd = fd
+        return True
+
+    def release(self) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+    def holder(self) -> int | None:
+        """The pid of the process holding the lock now, or None if nobody (other than us) holds it."""
+        if self.fd is not None or not self.path.exists():
+            return None
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.read(fd, 32).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else -1
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> CellLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
