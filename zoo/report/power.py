@@ -48,7 +48,10 @@ def power_of(effect: float, sd_baseline: float, sd_variant: float, n_baseline: i
     df = _welch_df(sd_baseline, sd_variant, n_baseline, n_variant)
     critical = scipy_stats.t.ppf(1 - alpha / 2, df)
     ncp = abs(effect) / se
-    return float(scipy_stats.nct.sf(critical, df, ncp) + scipy_stats.nct.cdf(-critical, df, ncp))
+    power = scipy_stats.nct.sf(critical, df, ncp) + scipy_stats.nct.cdf(-critical, df, ncp)
+    if math.isnan(power):  # scipy's nct fails at some large ncp: the shifted central t is then accurate
+        power = scipy_stats.t.sf(critical - ncp, df) + scipy_stats.t.cdf(-critical - ncp, df)
+    return float(power)
 
 
 def minimum_detectable_effect(sd_baseline: float, sd_variant: float, n_baseline: int, n_variant: int,
@@ -62,7 +65,10 @@ def minimum_detectable_effect(sd_baseline: float, sd_variant: float, n_baseline:
         return 0.0
     def short(ncp: float) -> float:
         return power_of(ncp * se, sd_baseline, sd_variant, n_baseline, n_variant, alpha) - power
-    return float(optimize.brentq(short, 0.0, 1000.0, xtol=1e-10)) * se
+    high = 1.0
+    while short(high) < 0:
+        high *= 2
+    return float(optimize.brentq(short, 0.0, high, xtol=1e-10)) * se
 
 
 def seeds_needed(sd_baseline: float, sd_variant: float, effect: float, alpha: float = ALPHA, power: float = POWER,
