@@ -1,0 +1,83 @@
+"""zoo.report.outcomes: known answers."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from zoo.report.outcomes import (
+    COMPLETE,
+    DIVERGED,
+    FAILED,
+    STALLED,
+    StallRule,
+    classify_run,
+    clopper_pearson,
+    compare_failures,
+    curve_area,
+    first_reach,
+    instability_rate,
+    logrank,
+    time_to_threshold,
+)
+
+
+def test_classify_run():
+    floor = StallRule(floor=5.0)
+    assert classify_run("complete", 3.0, [1, 2, 3], floor) == STALLED
+    assert classify_run("complete", 30.0, [1, 20, 30], floor) == COMPLETE
+    assert classify_run("complete", 0.5, [], StallRule(floor=1.0, higher_is_better=False)) == COMPLETE
+    assert classify_run("complete", 30.0, [10, 30, 30, 29, 30], StallRule(patience=3)) == STALLED
+    assert classify_run("complete", 31.0, [10, 30, 30, 29, 31], StallRule(patience=3)) == COMPLETE
+    assert classify_run("complete", float("nan")) == DIVERGED
+    assert classify_run("diverged", None) == DIVERGED and classify_run("failed", None) == FAILED
+    assert classify_run("missing", None) == "missing"
+    with pytest.raises(ValueError):
+        StallRule(patience=0)
+
+
+@pytest.mark.parametrize("count, n", [(0, 5), (1, 5), (2, 10), (5, 5), (7, 30)])
+def test_clopper_pearson_matches_scipy(count, n):
+    rate = clopper_pearson(count, n)
+    reference = scipy_stats.binomtest(count, n).proportion_ci(confidence_level=0.95, method="exact")
+    assert (rate.ci_low, rate.ci_high) == (pytest.approx(reference.low), pytest.approx(reference.high))
+
+
+def test_instability_rate_counts_finished_runs_only():
+    rate = instability_rate([COMPLETE, STALLED, DIVERGED, FAILED, "missing", COMPLETE])
+    assert (rate.count, rate.n, rate.rate) == (2, 4, 0.5)
+
+
+def test_compare_failures_fisher():
+    result = compare_failures(0, 5, 4, 5)
+    assert result.p_value == pytest.approx(scipy_stats.fisher_exact([[4, 1], [0, 5]]).pvalue)
+    assert result.p_value == pytest.approx(10 / 210)  # P(X = 4) + P(X = 0) = (5 + 5) / C(10, 4)
+    assert result.difference == pytest.approx(0.8)
+
+
+def test_first_reach_censors():
+    assert first_reach([100, 200, 300], [1, 5, 9], 5) == (200.0, True)
+    assert first_reach([100, 200, 300], [1, 2, 3], 5) == (300.0, False)
+    assert first_reach([100, 200], [3.0, 1.0], 2.0, higher_is_better=False) == (200.0, True)
+
+
+def test_kaplan_meier_median_by_hand():
+    # at risk 6, event at 100: S = 5/6; 200: 5 at risk -> 4/6; 300 censored; 400: 3 at risk -> 4/6 * 2/3 = 0.444
+    survival = time_to_threshold([100, 200, 300, 400, 500, 600], [True, True, False, True, False, True])
+    assert (survival.n, survival.reached, survival.median) == (6, 4, 400.0)
+    assert survival.ci_low <= 400 <= survival.ci_high
+    assert time_to_threshold([100, 200, 300], [True, False, False]).median == math.inf
+
+
+def test_logrank_separates_fast_from_slow():
+    fast = logrank([100, 200, 300, 400, 500], [1, 1, 1, 1, 1], [600, 700, 800, 900, 1000], [1, 1, 1, 0, 0])
+    same = logrank([100, 200, 300], [1, 1, 1], [100, 200, 300], [1, 1, 1])
+    assert fast < 0.01 and same == pytest.approx(1.0)
+
+
+def test_curve_area():
+    assert curve_area([0, 10, 20], [0, 10, 10]) == pytest.approx(7.5)  # (50 + 100) / 20
+    assert curve_area([20, 0, 10], [10, 0, 10]) == pytest.approx(7.5)  # order does not matter
+    assert curve_area([0, 10, 20], [5, np.nan, 5]) == pytest.approx(5.0)
+    assert math.isnan(curve_area([0], [1]))

@@ -1,0 +1,201 @@
+"""What happened to the runs: stalled / diverged / failed rates, steps to a threshold, learning speed.
+
+A variant can be worse by being unstable rather than by scoring lower, and a mean over the seeds that
+survived hides that. These functions report outcomes per run (the seed is the unit here too):
+
+    classify_run       complete | stalled | diverged | failed (incomplete / missing pass through)
+    StallRule          when a complete run counts as stalled; declared in the experiment file,
+                       ABSOLUTE (never relative to the best seed of the experiment, which would make
+                       the rule depend on the outcome it judges):
+                         floor     final primary validation metric below it (above it when lower is
+                                   better) ⇒ stalled; no default: it is a property of the task
+                                   (e.g. exact match 50 on a copy task, BLEU 5 on a translation task)
+                         patience  the best of the last `patience` evaluations is no better (by more than
+                                   min_delta) than the best before them ⇒ stalled; default None
+                                   (off), since a run that converged early also stops improving: set
+                                   it to a large part of the schedule (e.g. half the evaluations)
+    instability_rate   stalled + diverged among the finished runs (complete, stalled, diverged) with
+                       a Clopper–Pearson exact 95% interval; "failed" (crashes) is counted apart, being
+                       more often infrastructure than the model. 0 of 5 is still compatible with 52%.
+    compare_failures   two variants' counts by Fisher's exact test (two-sided)
+    first_reach        the first evaluation step at which the validation metric reaches a threshold,
+                       or the last evaluated step, censored, for a run that never did
+    time_to_threshold  Kaplan–Meier median steps to threshold with its 95% interval (lifelines):
+                       runs that never reached it are right-censored, not dropped (dropping them
+                       makes a variant that often never gets there look fast); the median is inf when
+                       fewer than half of the runs reach the threshold
+    logrank            log-rank test of two variants' steps to threshold (censoring-aware)
+    curve_area         normalised area under a validation curve, trapezoid / step range: the curve's
+                       mean level over training, a learning-speed measure (compare it only over the
+                       same step range; each seed gives one number, compared with compare_seeds)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+COMPLETE, STALLED, DIVERGED, FAILED = "complete", "stalled", "diverged", "failed"
+FINISHED = (COMPLETE, STALLED, DIVERGED)
+UNSTABLE = (STALLED, DIVERGED)
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class StallRule:
+    """When a complete run counts as stalled (see the module docstring); the default rule stalls nothing."""
+
+    floor: float | None = None
+    patience: int | None = None
+    min_delta: float = 0.0
+    higher_is_better: bool = True
+
+    def __post_init__(self) -> None:
+        if self.patience is not None and self.patience < 1:
+            raise ValueError(f"StallRule.patience must be >= 1, got {self.patience}")
+        if self.min_delta < 0:
+            raise ValueError(f"StallRule.min_delta must be >= 0, got {self.min_delta}")
+
+
+def _stalled(final: float | None, curve: Sequence[float], rule: StallRule) -> bool:
+    sign = 1.0 if rule.higher_is_better else -1.0
+    if rule.floor is not None and final is not None and sign * final < sign * rule.floor:
+        return True
+    values = sign * np.asarray([v for v in curve if v is not None and not math.isnan(v)], dtype=float)
+    if rule.patience is not None and len(values) > rule.patience:
+        before, last = values[: -rule.patience], values[-rule.patience:]
+        return bool(last.max() <= before.max() + rule.min_delta)
+    return False
+
+
+def classify_run(status: str, final_metric: float | None, curve: Sequence[float] = (),
+                 rule: StallRule = StallRule()) -> str:
+    """Outcome of one run from its status, final primary validation metric and validation curve
+    (the metric at each evaluation, in order). A complete run whose final metric is NaN or infinite
+    diverged; other statuses ('incomplete', 'missing') are returned unchanged and count for nothing."""
+    if status in (DIVERGED, FAILED):
+        return status
+    if status != COMPLETE:
+        return status
+    if final_metric is not None and not math.isfinite(final_metric):
+        return DIVERGED
+    return STALLED if _stalled(final_metric, curve, rule) else COMPLETE
+
+
+@dataclass(frozen=True)
+class Rate:
+    """count of n, with a Clopper–Pearson exact interval for the underlying probability."""
+
+    count: int
+    n: int
+    rate: float
+    ci_low: float
+    ci_high: float
+
+
+def clopper_pearson(count: int, n: int, alpha: float = ALPHA) -> Rate:
+    """Exact binomial interval: Beta(α/2; k, n − k + 1) to Beta(1 − α/2; k + 1, n − k)."""
+    if not 0 <= count <= n:
+        raise ValueError(f"clopper_pearson: count {count} is not between 0 and n = {n}")
+    if n == 0:
+        return Rate(0, 0, math.nan, math.nan, math.nan)
+    low = 0.0 if count == 0 else float(scipy_stats.beta.ppf(alpha / 2, count, n - count + 1))
+    high = 1.0 if count == n else float(scipy_stats.beta.ppf(1 - alpha / 2, count + 1, n - count))
+    return Rate(count, n, count / n, low, high)
+
+
+def instability_rate(outcomes: Sequence[str], unstable: Sequence[str] = UNSTABLE,
+                     counted: Sequence[str] = FINISHED, alpha: float = ALPHA) -> Rate:
+    """Share of `unstable` outcomes among the `counted` ones (default: stalled + diverged of finished)."""
+    kept = [o for o in outcomes if o in counted]
+    return clopper_pearson(sum(o in unstable for o in kept), len(kept), alpha)
+
+
+@dataclass(frozen=True)
+class FailureComparison:
+    baseline: Rate
+    variant: Rate
+    difference: float  # variant rate − baseline rate
+    odds_ratio: float  # variant odds / baseline odds (sample odds ratio; inf or 0 at empty cells)
+    p_value: float  # Fisher's exact test, two-sided
+
+
+def compare_failures(baseline_count: int, baseline_n: int, variant_count: int, variant_n: int,
+                     alpha: float = ALPHA) -> FailureComparison:
+    """Two variants' failure (or instability) counts compared by Fisher's exact test."""
+    base, var = clopper_pearson(baseline_count, baseline_n, alpha), clopper_pearson(variant_count, variant_n, alpha)
+    if not (baseline_n and variant_n):
+        return FailureComparison(base, var, math.nan, math.nan, math.nan)
+    table = [[variant_count, variant_n - variant_count], [baseline_count, baseline_n - baseline_count]]
+    odds, p = scipy_stats.fisher_exact(table, alternative="two-sided")
+    return FailureComparison(base, var, var.rate - base.rate, float(odds), float(p))
+
+
+def first_reach(steps: Sequence[float], values: Sequence[float], threshold: float,
+                higher_is_better: bool = True) -> tuple[float, bool]:
+    """(step, reached): the first evaluation step whose value reaches `threshold`, or the last evaluated
+    step and False (right-censored there); (nan, False) for an empty curve."""
+    steps_a, values_a = np.asarray(steps, dtype=float), np.asarray(values, dtype=float)
+    if not len(steps_a):
+        return math.nan, False
+    with np.errstate(invalid="ignore"):
+        hit = values_a >= threshold if higher_is_better else values_a <= threshold
+    if hit.any():
+        return float(steps_a[np.argmax(hit)]), True
+    return float(steps_a.max()), False
+
+
+@dataclass(frozen=True)
+class Survival:
+    """Kaplan–Meier summary of steps to threshold over seeds."""
+
+    n: int
+    reached: int
+    median: float  # inf when fewer than half of the runs reach the threshold
+    ci_low: float
+    ci_high: float  # inf when the upper confidence band never drops to one half
+
+
+def time_to_threshold(steps: Sequence[float], reached: Sequence[bool], alpha: float = ALPHA) -> Survival:
+    """Kaplan–Meier median steps to threshold with its (1 − alpha) interval (lifelines: exponential
+    Greenwood band, the interval is where the band crosses one half)."""
+    from lifelines import KaplanMeierFitter
+    from lifelines.utils import median_survival_times
+
+    durations, events = np.asarray(steps, dtype=float), np.asarray(reached, dtype=bool)
+    if not len(durations):
+        return Survival(0, 0, math.nan, math.nan, math.nan)
+    fitter = KaplanMeierFitter(alpha=alpha).fit(durations, events)
+    interval = median_survival_times(fitter.confidence_interval_).to_numpy().ravel()
+    return Survival(len(durations), int(events.sum()), float(fitter.median_survival_time_),
+                    float(interval[0]), float(interval[1]))
+
+
+def logrank(baseline_steps: Sequence[float], baseline_reached: Sequence[bool], variant_steps: Sequence[float],
+            variant_reached: Sequence[bool]) -> float:
+    """p-value of the log-rank test that the two variants reach the threshold equally fast."""
+    from lifelines.statistics import logrank_test
+
+    if not (len(baseline_steps) and len(variant_steps)):
+        return math.nan
+    result = logrank_test(np.asarray(baseline_steps, dtype=float), np.asarray(variant_steps, dtype=float),
+                          event_observed_A=np.asarray(baseline_reached, dtype=bool),
+                          event_observed_B=np.asarray(variant_reached, dtype=bool))
+    return float(result.p_value)
+
+
+def curve_area(steps: Sequence[float], values: Sequence[float]) -> float:
+    """Area under the curve (trapezoid) divided by its step range: the mean level of the metric over
+    training. NaN points are dropped; NaN with fewer than two points or a zero step range."""
+    s, v = np.asarray(steps, dtype=float), np.asarray(values, dtype=float)
+    keep = ~(np.isnan(s) | np.isnan(v))
+    s, v = s[keep], v[keep]
+    order = np.argsort(s, kind="stable")
+    s, v = s[order], v[order]
+    if len(s) < 2 or s[-1] == s[0]:
+        return math.nan
+    return float(np.trapezoid(v, s) / (s[-1] - s[0]))
