@@ -5,9 +5,14 @@ import pytest
 from sacrebleu.metrics import BLEU
 
 from zoo.report.corpus import TEST_SET_ONLY, compare_corpus, corpus_tost, resampled_scores, sentence_bootstrap
-from zoo.report.stats import FEW, resample_counts, sentence_stats
+from zoo.experiment.record import sentence_statistics
+from zoo.report.stats import FEW, resample_counts
 
 ALPHA = 0.05
+
+
+def sentence_stats(hypotheses, references):
+    return np.asarray(sentence_statistics("text", hypotheses, references)[0]["bleu"], dtype=float)
 
 
 def accuracy(stats):

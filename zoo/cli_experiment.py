@@ -15,7 +15,7 @@ RECORDS = store.RECORDS
 
 console = Console()
 errors = Console(stderr=True)
-TERMINAL_OMITS = {"trainable parameters", "training tokens/s", "valid loss"}
+TERMINAL_OMITS = {"p", "sentence-bootstrap p (test set only)", "stalled", "diverged", "failed", "vs baseline: Fisher p"}
 
 
 # -- zoo run ---------------------------------------------------------------------------------------
@@ -59,29 +59,30 @@ def _report_command(args: argparse.Namespace) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from zoo.report import ReportError, build_report, collect
-    from zoo.report.compare import results_rows
+    from zoo.report import ReportError, build_report
+    from zoo.report.tables import comparison_rows, outcome_rows
 
-    experiment = load_experiment(args.experiment)
-    runs = Path(args.runs) if args.runs else Path("runs") / experiment.name
-    out = Path(args.out) if args.out else Path("reports") / experiment.name
-    if not runs.is_dir():
-        raise ReportError(f"--runs: {runs} is not a folder of run directories; run the experiment first "
-                          "or point --runs at where its runs are")
-    with errors.status(f"reading {runs}, testing, plotting, checking equivalence..."):
-        report = build_report(experiment, runs, out, _report_command(args))
-    frame = collect(experiment, runs)
-    for task in experiment.config.tasks:
-        header, rows = results_rows(frame, experiment, task)
-        shown = [i for i, name in enumerate(header) if name not in TERMINAL_OMITS]  # all of them are in report.md
-        header, rows = [header[i] for i in shown], [[row[i] for i in shown] for row in rows]
-        table = Table(title=f"{experiment.name} / {task.key} (mean ± 95% CI over seeds)", title_justify="left")
-        for i, column in enumerate(header):
-            table.add_column(column, justify="left" if i == 0 else "right", no_wrap=i == 0)
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
-    print(report)
+    experiment = load_experiment(args.experiment, check_data=False)
+    _, out = _places(args, experiment)
+    records = out / RECORDS
+    if not records.is_dir():
+        raise ReportError(f"--out: {out} holds no records/ folder; run the experiment first (zoo run "
+                          f"{args.experiment}) or point --out at the report folder that holds its records")
+    with errors.status(f"reading {records}, testing, plotting, checking equivalence..."):
+        path, report = build_report(experiment, records, out, _report_command(args))
+    for found in report.tasks:
+        for title, (header, rows) in (("outcomes", outcome_rows(experiment, found)),
+                                      ("against the baseline", comparison_rows(experiment, found))):
+            if not rows:
+                continue
+            shown = [i for i, name in enumerate(header) if name not in TERMINAL_OMITS]  # all are in report.md
+            table = Table(title=f"{experiment.name} / {found.task.key}: {title}", title_justify="left")
+            for i in shown:
+                table.add_column(header[i], justify="left" if i == 0 else "right", no_wrap=i == 0)
+            for row in rows:
+                table.add_row(*(row[i] for i in shown))
+            console.print(table)
+    print(path)
     return 0
 
 

@@ -60,22 +60,79 @@ class Variant(BaseModel):
         return check_name(value, "label")
 
 
+# What a task is judged by, and what a run that learned nothing looks like on it, by default.
+PRIMARY_METRICS = ("bleu", "chrf", "exact_match", "token_accuracy")
+STALL_FLOORS = {"bleu": 1.0, "chrf": 10.0, "exact_match": 5.0, "token_accuracy": 20.0}
+
+
+class StallSettings(BaseModel):
+    """When a complete run counts as *stalled*: trained to the end without learning the task."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    floor: float | None = Field(None, description="final primary validation metric below this ⇒ stalled "
+                                                  "(default: 1 BLEU, 10 chrF, 5% exact match, 20% token accuracy)")
+    patience: int | None = Field(None, ge=1, strict=True, description="no improvement over the last N evaluations "
+                                                                      "⇒ stalled (default: not used)")
+
+
 class TaskEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     name: str = Field(description="copy | reverse | sort | long-copy | CORPUS:SRC-TGT")
     label: str | None = Field(None, description="name in reports and run directories (default: the task name)")
     options: dict[str, Any] = Field(default_factory=dict, description="TaskConfig fields")
     train: dict[str, Any] = Field(default_factory=dict, description="TrainConfig overrides for this task")
-    threshold: float | None = Field(None, description="report the steps needed to reach this metric value")
+    threshold: float | None = Field(None, description="report the steps needed to reach this validation value "
+                                                      "of the primary metric")
+    primary: Literal["bleu", "chrf", "exact_match", "token_accuracy"] | None = Field(
+        None, description="the one metric verdicts are given on (default: bleu for translation, exact_match "
+                          "for synthetic tasks); every other metric is descriptive")
+    margin: float | None = Field(None, gt=0, description="equivalence margin on the primary metric, in its units: "
+                                                         "a variant is 'equivalent within ±margin' only by TOST")
+    detect: float | None = Field(None, gt=0, description="the difference `zoo plan` sizes seeds for (default: "
+                                                         "the margin, else 1 BLEU / 1 chrF / 5 points)")
+    stall: StallSettings = Field(default_factory=StallSettings)
 
     @property
     def key(self) -> str:
         return self.label or self.name.replace(":", "-")
 
+    @property
+    def primary_metric(self) -> str:
+        from zoo.data.config import parse_name
+
+        return self.primary or ("bleu" if parse_name(self.name).kind == "text" else "exact_match")
+
+    @property
+    def stall_floor(self) -> float:
+        return self.stall.floor if self.stall.floor is not None else STALL_FLOORS[self.primary_metric]
+
+    @property
+    def target_effect(self) -> float:
+        default = 5.0 if self.primary_metric in ("exact_match", "token_accuracy") else 1.0
+        return self.detect or self.margin or default
+
     @model_validator(mode="after")
     def _safe_key(self) -> "TaskEntry":
         check_name(self.key, "label" if self.label is not None else "name")
+        if self.primary in ("bleu", "chrf") or self.primary is None:
+            return self
+        from zoo.data.config import parse_name
+
+        if parse_name(self.name).kind == "text":
+            raise ValueError(f"primary: {self.primary!r} is a synthetic-task metric; translation tasks use bleu or chrf")
         return self
+
+
+class Analysis(BaseModel):
+    """How the report judges: the significance level, the correction and the least seeds for a verdict."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    alpha: float = Field(0.05, gt=0, lt=0.5, description="family-wise error rate of the verdicts")
+    correction: Literal["holm", "benjamini-hochberg"] = Field(
+        "holm", description="holm controls the chance of any false verdict; benjamini-hochberg the expected share")
+    min_seeds: int = Field(3, ge=3, strict=True, description="complete seeds per arm below which no verdict is "
+                                                             "given (per-seed values are shown instead)")
+    power: float = Field(0.8, gt=0, lt=1, description="power for the minimum detectable effect and `zoo plan`")
 
 
 class DecodeSettings(BaseModel):
@@ -86,18 +143,57 @@ class DecodeSettings(BaseModel):
     max_extra: int = Field(10, ge=0)
 
 
-class Finding(BaseModel):
-    """A published claim the report checks: variant vs baseline (or another variant) on a metric, expected direction."""
+class Regime(BaseModel):
+    """Where a published finding applies; the report checks it before testing the finding."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    min_seeds: int = Field(5, ge=1, strict=True, description="complete seeds per arm")
+    converged: bool = Field(False, description="both arms' primary validation metric must have flattened: its mean "
+                                               "over seeds changed by less than `tolerance` over the last quarter "
+                                               "of training")
+    tolerance: float = Field(1.0, gt=0, allow_inf_nan=False, description="see `converged`, in the metric's units")
+    single_factor: bool = Field(True, description="the two variants differ in one spec field or training setting")
+
+
+EXPECTATIONS = {
+    "direction": ("better", "worse"),
+    "equivalence": ("equivalent",),
+    "failure-rate": ("more failures", "fewer failures"),
+    "same-function": ("same function", "different function"),
+}
+
+
+class Finding(BaseModel):
+    """A published claim the report checks where its regime applies: confirmed, contradicted,
+    inconclusive (with the power this design had for the published effect) or not testable here."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    kind: Literal["direction", "equivalence", "failure-rate", "same-function"] = Field(
+        description="direction: variant better/worse on a metric; equivalence: no difference beyond the task's "
+                    "margin; failure-rate: more/fewer stalled or diverged runs; same-function: answered by the "
+                    "equivalence check, not by training")
     variant: str = Field(description="variant label compared with the baseline (or with `against`)")
     against: str | None = Field(None, description="variant label it is compared with instead of the baseline, for "
                                                   "claims about a pair (e.g. post-norm vs pre-norm, both without warmup)")
     task: str | None = Field(None, description="task label (default: every task)")
-    metric: str | None = Field(None, description="results column (default: the task's main metric)")
-    expect: Literal["better", "worse", "no difference"]
+    metric: str | None = Field(None, description="results column (default: the task's primary metric)")
+    expect: str = Field(description="direction: better | worse; equivalence: equivalent; failure-rate: more "
+                                    "failures | fewer failures; same-function: same function | different function")
     claim: str = Field(description="the finding in plain words")
     source: str = Field(description="citation, e.g. 'Xiong et al. 2020, On Layer Normalization in the Transformer'")
+    published: str = Field("", description="the published effect size as the paper gives it, with where "
+                                           "(e.g. 'Table 3 row (A): 25.7 vs 25.8 BLEU')")
+    effect: float | None = Field(None, description="the published effect in this metric's units, signed as the "
+                                                   "claim expects; the report gives the power this design had for it")
+    regime: Regime = Field(default_factory=Regime)
+
+    @model_validator(mode="after")
+    def _expectation(self) -> "Finding":
+        allowed = EXPECTATIONS[self.kind]
+        if self.expect not in allowed:
+            raise ValueError(f"expect: {self.expect!r} is not an expectation of a {self.kind} finding; "
+                             f"allowed: {', '.join(allowed)}")
+        return self
 
 
 class ExperimentConfig(BaseModel):
@@ -113,6 +209,7 @@ class ExperimentConfig(BaseModel):
     decode: DecodeSettings = Field(default_factory=DecodeSettings)
     data_dir: str | None = Field(None, description="folder of parallel corpora (default: $ZOO_DATA_DIR or ../shared/data)")
     findings: list[Finding] = Field(default_factory=list, description="published claims the report checks")
+    analysis: Analysis = Field(default_factory=Analysis)
 
     @field_validator("name")
     @classmethod
@@ -176,9 +273,10 @@ def _resolve_base(base: str, folder: Path) -> str:
     return str(candidate) if candidate.suffix in (".toml", ".yaml", ".yml", ".json") and candidate.exists() else base
 
 
-def load_experiment(path: str | Path) -> Experiment:
+def load_experiment(path: str | Path, check_data: bool = True) -> Experiment:
     """Read and validate an experiment file; every variant's spec, every task and every training
-    config is validated here, so an invalid grid is rejected before anything trains."""
+    config is validated here, so an invalid grid is rejected before anything trains. `check_data`
+    False skips looking for the corpora (a report is made from records, also where the data is not)."""
     path = Path(path)
     if not path.exists() and (Path("experiments") / f"{path}.toml").exists():
         path = Path("experiments") / f"{path}.toml"  # `zoo run quickstart`

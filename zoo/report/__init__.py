@@ -1,15 +1,15 @@
-"""Comparison reports read from run directories: tables with confidence intervals, significance
-tests against the baseline, plots, the equivalence matrix and the check of published findings.
+"""Comparison reports from an experiment's records: outcomes, seed-level tests with effect sizes and
+power, placebo calibration, the equivalence matrix, findings checked where they apply, plots.
 
-    frame = collect(experiment, Path("runs/quickstart"))        # one row per grid cell
-    build_report(experiment, Path("runs/quickstart"), Path("reports/quickstart"), "zoo report quickstart")
+    path, report = build_report(experiment, Path("reports/quickstart/records"), Path("reports/quickstart"),
+                                "zoo report quickstart")
 
-Files: collect.py (run directories -> table), stats.py (CI, Welch, paired bootstrap BLEU),
-compare.py (per-task tables, comparisons, findings), equiv.py (equivalence matrix), plots.py,
-report.py (report.md).
+Files: collect.py (records -> tables), analysis.py (outcomes and comparisons per task), inference.py,
+corpus.py, power.py, aso.py, outcomes.py (the statistics), findings.py, equiv.py (equivalence matrix),
+tables.py (formatting), plots.py, report.py (report.md).
 """
 
-from zoo.report.collect import ReportError, collect
-from zoo.report.report import build_report
+from zoo.report.collect import ReportError, collect, load_records
+from zoo.report.report import analyse, build_report
 
-__all__ = ["ReportError", "build_report", "collect"]
+__all__ = ["ReportError", "analyse", "build_report", "collect", "load_records"]

@@ -6,8 +6,9 @@ Cell (row A, column B) is zoo.equivalence(A, B): A built with generic weights, t
 B's layout, log-probabilities compared. The check is directional (B may express A's function but
 not the reverse), so a pair is called equivalent only when both cells say ≡.
 
-The specs are the ones the runs trained (spec.json of the first task's first-seed run, falling back
-to any run of the variant, then to the experiment's spec), so vocabulary sizes are real ones. When a
+The specs are the ones the runs trained (the spec in the first record of the variant, else the
+experiment's spec), so vocabulary sizes are real ones. Every pair is checked, also when two specs
+are identical (the line then shows a measured difference of 0, not an assumption). When a
 pair's vocabularies differ (specs from different tasks) both are given the larger size: the
 vocabulary does not decide whether two architectures compute the same function. Models above
 `MAX_PARAMETERS` are shrunk, and only in the sizes both specs share, so that a difference between
@@ -25,7 +26,7 @@ from zoo.build import build
 from zoo.equivalence import Verdict, equivalence
 from zoo.errors import SpecError
 from zoo.experiment import Experiment
-from zoo.report.collect import ReportError, read_json, run_path
+from zoo.report.collect import Records, record_path
 from zoo.spec import ModelSpec, validate_spec
 
 # Above this a pair is shrunk: at a few million parameters a pair takes well under a CPU second, and an
@@ -71,19 +72,16 @@ class Matrix:
         return found
 
 
-def run_spec(experiment: Experiment, runs_root: Path, label: str) -> tuple[ModelSpec, str]:
-    """The spec a variant's runs trained with, and where it was read from."""
+def run_spec(experiment: Experiment, found: Records, label: str) -> tuple[ModelSpec, str]:
+    """The spec a variant's runs trained with (vocabulary fitted to the task), and where it was read from."""
     tasks, seeds = experiment.config.tasks, experiment.config.seeds
-    candidates = [run_path(runs_root, label, tasks[0], seeds[0])]
-    candidates += [run_path(runs_root, label, t, s) for t in tasks for s in seeds]
-    for path in candidates:
-        spec_file = path / "spec.json"
-        if spec_file.exists():
-            data = read_json(spec_file)
-            if not isinstance(data, dict) or "spec" not in data:
-                raise ReportError(f"{spec_file}: expected an object with a 'spec' entry (written by `zoo train`)")
-            return validate_spec(data["spec"], source=str(spec_file)), str(spec_file)
-    return experiment.specs[label], "the experiment file (no run directory has a spec.json)"
+    for task in tasks:
+        for seed in seeds:
+            record = found.get(label, task.key, seed)
+            if record is not None and isinstance(record.get("spec"), dict):
+                where = record_path(found.root, label, task.key, seed)
+                return validate_spec(record["spec"], source=str(where)), where.relative_to(found.root).as_posix()
+    return experiment.specs[label], "the experiment file (no record yet)"
 
 
 def _parameters(spec: ModelSpec) -> int:
@@ -116,20 +114,20 @@ def _pair(a: ModelSpec, b: ModelSpec) -> tuple[ModelSpec, ModelSpec, str]:
     return *small, "; ".join(note)
 
 
-def equivalence_matrix(experiment: Experiment, runs_root: str | Path, seed: int = 0) -> Matrix:
+def equivalence_matrix(experiment: Experiment, found: Records, seed: int = 0) -> Matrix:
     """Every ordered pair checked on one CPU thread: the (shrunk) models are too small to gain from more,
     and on a busy machine (runs training beside the report) spinning OpenMP threads made each op 100x slower."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _matrix(experiment, Path(runs_root), seed)
+        return _matrix(experiment, found, seed)
     finally:
         torch.set_num_threads(threads)
 
 
-def _matrix(experiment: Experiment, runs_root: Path, seed: int) -> Matrix:
+def _matrix(experiment: Experiment, records: Records, seed: int) -> Matrix:
     labels = [v.label for v in experiment.config.variants]
-    found = {label: run_spec(experiment, runs_root, label) for label in labels}
+    found = {label: run_spec(experiment, records, label) for label in labels}
     matrix = Matrix(labels, {}, {label: source for label, (_, source) in found.items()},
                     training={v.label: dict(v.train) for v in experiment.config.variants})
     checked, noted = [], {}  # note -> the unordered pairs it applies to
@@ -137,11 +135,7 @@ def _matrix(experiment: Experiment, runs_root: Path, seed: int) -> Matrix:
         for b in labels:
             if a == b:
                 continue
-            spec_a, spec_b = found[a][0], found[b][0]
-            if spec_a.digest() == spec_b.digest():
-                matrix.verdicts[(a, b)] = Verdict(True, 0.0, "identical specs (same digest)", 0.0)
-                continue
-            spec_a, spec_b, note = _pair(spec_a, spec_b)
+            spec_a, spec_b, note = _pair(found[a][0], found[b][0])
             if labels.index(a) < labels.index(b):
                 checked.append(f"{a} vs {b}")
                 if note:

@@ -15,12 +15,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from scipy import stats  # noqa: E402
 
 from zoo.experiment import Experiment  # noqa: E402
 from zoo.experiment.config import TaskEntry  # noqa: E402
-from zoo.report.collect import main_metric  # noqa: E402
-from zoo.report.compare import complete, label, metric_columns  # noqa: E402
-from zoo.report.stats import mean_ci  # noqa: E402
+from zoo.report.analysis import Analyst, TaskAnalysis  # noqa: E402
+from zoo.report.tables import label  # noqa: E402
 
 DPI = 110
 
@@ -51,7 +51,7 @@ def _band(ax, table: pd.DataFrame, color: tuple, name: str, linestyle: str = "-"
 
 def learning_curves(experiment: Experiment, task: TaskEntry, logged: pd.DataFrame, path: Path) -> Path:
     """Validation metric and training loss against step, one line per variant."""
-    metric = main_metric(task)
+    metric = task.primary_metric
     colors = _colors(experiment)
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     rows = logged[logged.task == task.key]
@@ -67,7 +67,7 @@ def learning_curves(experiment: Experiment, task: TaskEntry, logged: pd.DataFram
             _band(right, table.rolling(window, min_periods=1).mean(), color, variant, _linestyle(experiment, variant))
     if task.threshold is not None:
         left.axhline(task.threshold, color="grey", linestyle="--", linewidth=1, label=f"threshold {task.threshold:g}")
-    unit = " (BLEU points)" if metric == "bleu" else " (% of validation sequences)"
+    unit = f" ({UNITS[metric]})"
     left.set(title=f"validation {metric.replace('_', ' ')}", xlabel="training step (optimizer updates)",
              ylabel=f"validation {metric.replace('_', ' ')}{unit}")
     smoothing = f", rolling mean over {window} logged steps" if window > 1 else ""
@@ -83,25 +83,61 @@ def learning_curves(experiment: Experiment, task: TaskEntry, logged: pd.DataFram
     return _save(fig, path)
 
 
-def metric_bars(experiment: Experiment, task: TaskEntry, frame: pd.DataFrame, path: Path) -> Path:
-    """The task's test metric(s) per variant, with 95% CI error bars over seeds."""
-    columns = metric_columns(task)
+UNITS = {"bleu": "BLEU points", "chrf": "chrF points", "exact_match": "% of sequences",
+         "token_accuracy": "% of tokens"}
+
+
+def seed_values(experiment: Experiment, found: TaskAnalysis, analyst: Analyst, path: Path) -> Path:
+    """Each trained seed's test value of the primary metric as a dot, per variant, with the mean and
+    its 95% CI beside them; seeds that stalled or diverged are drawn as crosses at the bottom."""
+    task, metric = found.task, found.primary
     colors = _colors(experiment)
-    fig, axes = plt.subplots(1, len(columns), figsize=(max(5, 1.3 * len(colors)) * len(columns), 4.5), squeeze=False)
-    for ax, column in zip(axes[0], columns):
-        names, means, errors = [], [], []
-        for variant in colors:
-            estimate = mean_ci(complete(frame, task.key, variant)[column].astype(float).tolist())
-            names.append(f"{variant}\n(n={estimate.n})")
-            means.append(0.0 if math.isnan(estimate.mean) else estimate.mean)
-            errors.append(0.0 if math.isnan(estimate.half_width) else estimate.half_width)
-        ax.bar(names, means, yerr=errors, capsize=4, color=[colors[v] for v in colors])
-        unit = "BLEU points" if column == "bleu" else "chrF points" if column == "chrf" else "% of test sequences"
-        ax.set(title=label(column), ylabel=f"{label(column)} ({unit})", xlabel="variant (complete seeds)")
-        ax.grid(axis="y", alpha=0.3)
-        ax.tick_params(axis="x", labelsize=8)
-    fig.suptitle(f"{experiment.name} / {task.key}: test metrics\n"
-                 "bar: mean over seeds; error bar: 95% CI (none with n=1)", fontsize=10)
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(colors) + 2), 4.5))
+    for x, variant in enumerate(colors):
+        values = analyst.values(task, variant, metric)
+        jitter = [x + 0.08 * (i - (len(values) - 1) / 2) for i in range(len(values))]
+        ax.scatter(jitter, values, color=colors[variant], zorder=3, s=22)
+        if len(values) >= 2:
+            mean = sum(values) / len(values)
+            half = float(stats.t.ppf(0.975, len(values) - 1) * pd.Series(values).std() / math.sqrt(len(values)))
+            ax.errorbar(x + 0.3, mean, yerr=half, fmt="_", color="black", capsize=4, markersize=12, zorder=4)
+        unstable = [s for s, o in found.outcomes[variant].items() if o in ("stalled", "diverged")]
+        if unstable:
+            ax.scatter([x] * len(unstable), [0] * len(unstable), marker="x", color="red", zorder=3,
+                       label="stalled or diverged seed" if x == 0 or not ax.get_legend_handles_labels()[1] else None)
+    ax.set_xticks(range(len(colors)), [f"{v}\n({len(analyst.trained(task, v))} trained)" for v in colors], fontsize=8)
+    ax.set(ylabel=f"test {label(metric)} ({UNITS[metric]})", xlabel="variant (seeds that trained)",
+           title=f"{experiment.name} / {task.key}: test {label(metric)} per seed\n"
+                 "dot: one seed; black bar: mean and 95% CI over the trained seeds; red cross: stalled/diverged")
+    ax.grid(axis="y", alpha=0.3)
+    if ax.get_legend_handles_labels()[1]:
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def effects(experiment: Experiment, found: TaskAnalysis, path: Path) -> Path:
+    """Forest plot: each variant's difference from the baseline on the primary metric with its 95% CI,
+    the equivalence margin as a band, verdicts in the labels."""
+    task = found.task
+    rows = list(found.comparisons.items())
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.45 * max(len(rows), 1)))
+    for y, (variant, c) in enumerate(rows):
+        r = c.result
+        if math.isnan(r.ci_low):
+            ax.scatter([r.difference], [y], marker="o", facecolors="none", edgecolors="grey")
+        else:
+            ax.errorbar(r.difference, y, xerr=[[r.difference - r.ci_low], [r.ci_high - r.difference]], fmt="o",
+                        color="black", capsize=3)
+    if task.margin is not None:
+        ax.axvspan(-task.margin, task.margin, color="green", alpha=0.12, label=f"equivalence margin ±{task.margin:g}")
+        ax.legend(fontsize=8, loc="lower right")
+    ax.axvline(0, color="grey", linewidth=1)
+    ax.set_yticks(range(len(rows)), [f"{v}: {c.result.verdict}" for v, c in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set(xlabel=f"difference from {experiment.config.baseline_label} in test {label(found.primary)} "
+                  f"({UNITS[found.primary]})",
+           title=f"{experiment.name} / {task.key}: effects on the primary metric (95% CI; hollow: too few seeds)")
+    ax.grid(axis="x", alpha=0.3)
     return _save(fig, path)
 
 
@@ -114,16 +150,16 @@ def throughput(experiment: Experiment, frame: pd.DataFrame, path: Path) -> Path:
     scale, unit = (1e6, "millions") if not largest < 1e6 else (1e3, "thousands")
     for t, task in enumerate(experiment.config.tasks):
         for variant, color in colors.items():
-            rows = complete(frame, task.key, variant)
+            rows = frame[(frame.task == task.key) & (frame.variant == variant) & (frame.status == "complete")]
             if not len(rows):
                 continue
-            speed = mean_ci(rows.tok_per_s.astype(float).tolist())
+            speed = rows.tok_per_s.astype(float)
             params = float(rows.parameters.astype(float).mean()) / scale
-            error = 0.0 if math.isnan(speed.half_width) else speed.half_width
-            ax.errorbar(params, speed.mean, yerr=error, fmt=markers[t % len(markers)], color=color, capsize=3,
-                        label=f"{variant} on {task.key}")
-            ax.annotate(variant, (params, speed.mean), textcoords="offset points", xytext=(5, 5), fontsize=8)
-    ax.set(title=f"{experiment.name}: training throughput vs model size (mean over seeds, 95% CI)",
+            ax.errorbar(params, speed.mean(), yerr=[[speed.mean() - speed.min()], [speed.max() - speed.mean()]],
+                        fmt=markers[t % len(markers)], color=color, capsize=3, label=f"{variant} on {task.key}")
+            ax.annotate(variant, (params, speed.mean()), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    ax.set(title=f"{experiment.name}: training throughput vs model size (mean, min-max over seeds)\n"
+                 "measured while runs shared the machine: not a speed comparison (zoo bench is)",
            xlabel=f"trainable parameters ({unit})", ylabel="training throughput (target tokens per second)")
     ax.grid(alpha=0.3)
     if ax.lines or ax.collections:
@@ -136,6 +172,6 @@ def throughput(experiment: Experiment, frame: pd.DataFrame, path: Path) -> Path:
 def _save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    fig.savefig(path, dpi=DPI, metadata={"Software": None})  # no version stamp: regenerated plots stay equal
     plt.close(fig)
     return path

@@ -78,3 +78,27 @@ def seeds_needed(sd_baseline: float, sd_variant: float, effect: float, alpha: fl
         if power_of(effect, sd_baseline, sd_variant, n, n, alpha) >= power:
             return n
     return None
+
+
+def detectable(se: float, df: float, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The smallest |difference| a test with standard error `se` and `df` degrees of freedom detects with
+    probability `power` (noncentral t, as above; df = inf: normal). Serves comparisons whose se is not
+    a plain Welch one, such as corpus metrics with seed and sentence variation."""
+    if math.isnan(se):
+        return math.nan
+    if se == 0:
+        return 0.0
+    df = df if df is not None and not math.isnan(df) else math.inf
+    critical = scipy_stats.t.ppf(1 - alpha / 2, df)
+
+    def short(ncp: float) -> float:
+        if math.isinf(df):
+            reached = scipy_stats.norm.sf(critical - ncp) + scipy_stats.norm.cdf(-critical - ncp)
+        else:
+            reached = scipy_stats.nct.sf(critical, df, ncp) + scipy_stats.nct.cdf(-critical, df, ncp)
+        return float(reached) - power
+
+    high = 1.0
+    while short(high) < 0:
+        high *= 2
+    return float(optimize.brentq(short, 0.0, high, xtol=1e-10)) * se

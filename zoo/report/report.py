@@ -1,201 +1,315 @@
-"""build_report: run directories -> reports/<exp>/report.md + results.csv + plots/*.png.
+"""build_report: an experiment's records -> reports/<exp>/report.md + results.csv + plots/*.png.
 
-The report is written for someone who did not run the experiment: it names the command and the
-machine, quotes the experiment file, says which runs are missing or broken before showing any
-number, and gives every comparison as a test with a plain-words verdict. It reads only what the
-runs wrote (see collect.py); it never trains or decodes.
+The report is written for someone who did not run the experiment, and every number in it comes from
+the committed records (zoo/experiment/record.py) and the experiment file: `zoo report` regenerates it
+byte for byte, apart from its first line (date, zoo version, machine). It says which runs are
+missing, stale or broken before any number, gives one verdict per task (on the declared primary
+metric) with every p-value adjusted over the report's family, states what each comparison could have
+detected, calibrates itself on placebo pairs, and checks published findings only where they apply.
+
+Outputs are replaced as a set: report.md is removed first and written last, so a reader never sees a
+new table beside an old report (a kill in between leaves no report.md, and `zoo report` makes it again).
 """
 
 from __future__ import annotations
 
+import math
 import os
-import platform
 from collections import Counter
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
-import torch
 
 from zoo.atomic import write_text_atomic
 from zoo.experiment import Experiment
 from zoo.experiment.config import TaskEntry
+from zoo.report import findings as fnd
+from zoo.report import outcomes as oc
 from zoo.report import plots
-from zoo.report.collect import STATUSES, collect, curves, main_metric, references, task_kind
-from zoo.report.compare import (Comparer, FindingCheck, check_findings, comparison_rows, fmt_difference, fmt_p,
-                                label, results_rows)
+from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, is_text
+from zoo.report.collect import STATUSES, collect, curves, load_records
 from zoo.report.equiv import Matrix, equivalence_matrix, matrix_markdown
-from zoo.report.stats import ALPHA, BOOTSTRAP_SEED, RESAMPLES
+from zoo.report.inference import benjamini_hochberg, holm, verdict
+from zoo.report.tables import (comparison_rows, descriptive_metrics, descriptive_rows, fmt, fmt_difference, fmt_interval, fmt_p, label,
+                               md_table, outcome_rows, quality_rows, task_metrics)
 
 
-def md_table(header: list[str], rows: list[list[str]]) -> str:
-    def cell(text: object) -> str:
-        return str(text).replace("|", "\\|").replace("\n", " ")
+@dataclass
+class Report:
+    """Everything the markdown says, computed once (the CLI prints its tables too)."""
 
-    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
+    experiment: Experiment
+    frame: pd.DataFrame
+    analyst: Analyst
+    tasks: list[TaskAnalysis]
+    matrix: Matrix
+    checks: list[fnd.Check]
+    placebos: list[tuple[str, str, str, Comparison | None]] = field(default_factory=list)  # task, a, b, comparison
+    family: int = 0  # comparisons adjusted together
+    failure_family: int = 0
 
 
-def machine(frame: pd.DataFrame) -> list[str]:
-    """Where the report was made, and where the runs were trained (which may be elsewhere)."""
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none visible to PyTorch"
-    trained = Counter(d for d in frame.device if isinstance(d, str) and d)
-    return [
-        f"- CPU: {cpu_model()} ({os.cpu_count()} logical cores)",
-        f"- GPU: {gpu}",
-        f"- PyTorch {torch.__version__}, Python {platform.python_version()}, {platform.platform()}",
-        "- runs trained on (summary.json): " + (", ".join(f"{d} ({n} runs)" for d, n in trained.most_common())
-                                                  or "no finished runs"),
-    ]
+def _adjust(p_values: list[float], method: str) -> list[float]:
+    return (holm if method == "holm" else benjamini_hochberg)(p_values)
 
 
-def grid_status(frame: pd.DataFrame, experiment: Experiment) -> list[str]:
+def analyse(experiment: Experiment, records_root: Path) -> Report:
+    records = load_records(experiment, records_root)
+    frame = collect(experiment, records)
+    analyst = Analyst(experiment, records, frame)
+    tasks = [analyst.task(task, descriptive_metrics(task, is_text(task))) for task in experiment.config.tasks]
+    matrix = equivalence_matrix(experiment, records)
+    checks = fnd.check(experiment, analyst, matrix)
+    report = Report(experiment, frame, analyst, tasks, matrix, checks)
+    _placebos(report)
+    _correct(report)
+    return report
+
+
+def _placebos(report: Report) -> None:
+    """Pairs that compute one function and train alike: their differences are the experiment's noise."""
+    for found in report.tasks:
+        for a, b in report.matrix.equivalent_pairs():
+            if not report.matrix.alike(a, b):
+                continue
+            if found.collapsed.get(b) == a or found.collapsed.get(a) == b:
+                report.placebos.append((found.task.key, a, b, None))
+                continue
+            baseline = report.experiment.config.baseline_label
+            if baseline in (a, b) and (b if a == baseline else a) in found.comparisons:
+                comparison = found.comparisons[b if a == baseline else a]
+            else:
+                comparison = report.analyst.compare(found.task, b, a, found.primary)
+            report.placebos.append((found.task.key, a, b, comparison))
+
+
+def _correct(report: Report) -> None:
+    """One family of tests for the verdicts (every primary comparison, every finding's test), one for
+    instability; p-values adjusted within each (Holm by default), verdicts recomputed."""
+    method, alpha = report.experiment.config.analysis.correction, report.experiment.config.analysis.alpha
+    tested = [(found, variant) for found in report.tasks for variant in found.comparisons]
+    extra = [c for c in report.checks if c.comparison is not None
+             and not any(c.comparison.task == f.task.key and c.comparison.metric == f.primary
+                         and c.comparison.reference == report.experiment.config.baseline_label
+                         and c.comparison.variant == v for f, v in tested)]
+    p_values = [found.comparisons[v].result.p_value for found, v in tested] + [c.comparison.result.p_value
+                                                                               for c in extra]
+    adjusted = _adjust(p_values, method)
+    report.family = sum(not math.isnan(p) for p in p_values)
+
+    def settled(comparison: Comparison, p: float) -> Comparison:
+        if math.isnan(p):
+            return comparison
+        r = comparison.result
+        return comparison.adjusted(p, verdict(r.difference, p, r.higher_is_better, alpha))
+
+    for (found, variant), p in zip(tested, adjusted):
+        found.comparisons[variant] = settled(found.comparisons[variant], p)
+    for check, p in zip(extra, adjusted[len(tested):]):
+        check.comparison = settled(check.comparison, p)
+    for check in report.checks:  # findings on a baseline comparison share its adjusted result
+        if check.comparison is not None and check not in extra:
+            found = next(f for f in report.tasks if f.task.key == check.comparison.task)
+            check.comparison = found.comparisons[check.comparison.variant]
+    failure_tests = [(found, v, t) for found in report.tasks for v, t in found.failure_tests.items()]
+    failure_checks = [c for c in report.checks if c.failures is not None]
+    failure_p = [t.p_value for _, _, t in failure_tests] + [c.failures.p_value for c in failure_checks]
+    failure_adjusted = _adjust(failure_p, method)
+    report.failure_family = sum(not math.isnan(p) for p in failure_p)
+    for (found, variant, _), p in zip(failure_tests, failure_adjusted):
+        found.failure_adjusted[variant] = p
+    for check, p in zip(failure_checks, failure_adjusted[len(failure_tests):]):
+        check.failure_adjusted = p
+    report.checks = [fnd.settle(check, alpha) for check in report.checks]
+
+
+# -- markdown --------------------------------------------------------------------------------------
+def provenance(report: Report) -> list[str]:
+    """Where the runs trained, from their records (the report's own machine is on its first line)."""
+    found = report.analyst.records.found.values()
+    count = lambda key: Counter(str((r.get("provenance") or {}).get(key, "unknown")) for r in found)  # noqa: E731
+    devices = Counter(str((r.get("summary") or {}).get("device", "unknown")) for r in found)
+    shared = max(((r.get("provenance") or {}).get("concurrent_runs") or 1 for r in found), default=1)
+    signatures = sorted({sig for r in found for sig in (r.get("signatures") or {}).values()})
+    join = lambda counter: ", ".join(f"{k} ({n} runs)" for k, n in sorted(counter.items()))  # noqa: E731
+    lines = [f"- {len(found)} records; zoo {join(count('zoo'))}; commit {join(count('commit'))}",
+             f"- PyTorch {join(count('torch'))}, Python {join(count('python'))}",
+             f"- trained on: {join(devices)}; CPU {join(count('cpu'))}",
+             f"- runs sharing the machine at once: up to {shared}"
+             + (" (training throughput therefore measures the shared machine, not the variant; it gets no verdict, "
+                "and `zoo bench` measures speed in isolation)" if shared > 1 else "")]
+    if signatures:
+        lines.append("- sacreBLEU: " + "; ".join(f"`{s}`" for s in signatures))
+    return lines
+
+
+def grid_status(report: Report) -> list[str]:
+    frame, experiment = report.frame, report.experiment
     counts = Counter(frame.status)
     lines = [f"{len(frame)} runs planned: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]) + ".", ""]
-    header = ["variant", *(t.key for t in experiment.config.tasks)]
-    rows = []
-    for variant in (v.label for v in experiment.config.variants):
-        row = [variant]
-        for task in experiment.config.tasks:
-            mine = frame[(frame.variant == variant) & (frame.task == task.key)]
-            by_status = {s: [str(x) for x in mine[mine.status == s].seed] for s in STATUSES}
-            row.append("; ".join(f"{s}: seed {', '.join(seeds)}" for s, seeds in by_status.items() if seeds))
-        rows.append(row)
-    lines.append(md_table(header, rows))
-    problems = frame[frame.status != "complete"]
-    notes = [f"- `{r.variant} / {r.task} / seed-{r.seed}`: **{r.status}** — {r.reason}" for r in problems.itertuples()]
-    untested = frame[(frame.status == "complete") & (frame.reason.fillna("") != "")]
-    notes += [f"- `{r.variant} / {r.task} / seed-{r.seed}`: complete, but {r.reason}" for r in untested.itertuples()]
-    return lines + (["", "Not counted in any statistic (or only partly):", "", *notes] if notes else [])
+    problems = frame[~frame.status.isin(["complete", "diverged"])]
+    notes = [f"- `{r.variant} / {r.task} / seed-{r.seed}`: **{r.status}**: {r.reason}" for r in problems.itertuples()]
+    if notes:
+        lines += ["Not counted in any statistic:", "", *notes, ""]
+    unchecked = sorted(report.analyst.records.unchecked_data)
+    if unchecked:
+        lines += [f"The data of {', '.join(unchecked)} is not on this machine: those records were matched to the "
+                  "experiment file without their data fingerprint.", ""]
+    return lines
 
 
-def task_section(experiment: Experiment, task: TaskEntry, frame: pd.DataFrame, logged: pd.DataFrame,
-                 comparer: Comparer, out_dir: Path) -> list[str]:
-    metric = main_metric(task)
-    kind = "translation, scored by BLEU and chrF (sacreBLEU)" if task_kind(task) == "text" else \
-        "synthetic, scored by exact match of the whole sequence"
-    threshold = f"; threshold: valid {metric.replace('_', ' ')} ≥ {task.threshold:g}" if task.threshold is not None else ""
-    lines = [f"## Task `{task.key}`", "", f"`{task.name}`: {kind}{threshold}. "
-             f"Baseline: **{experiment.config.baseline_label}**.", "",
-             "Mean ± half-width of the 95% confidence interval over complete seeds (Student t); "
-             "one seed shows its value and n=1. Validation numbers are from the last evaluation, test "
-             "metrics from the test set decoded after training.", ""]
-    lines += [md_table(*results_rows(frame, experiment, task)), ""]
-    comparisons = comparer.task_comparisons(task)
-    if comparisons:
-        lines += [f"Each variant against the baseline (alpha {ALPHA}; verdicts take the measure's direction: "
-                  "higher is better for BLEU, chrF, exact match and tokens/s, lower for loss, perplexity and steps):", ""]
-        lines += [md_table(*comparison_rows(comparisons, task)), ""]
-        for note in comparer.notes.get(task.key, []):
-            lines += [f"Note: {note}", ""]
-        lines += loss_caveat(experiment, task)
+def task_section(report: Report, found: TaskAnalysis, out_dir: Path) -> list[str]:
+    experiment, task = report.experiment, found.task
+    analysis = experiment.config.analysis
+    metrics = task_metrics(task, is_text(task))
+    kind = "translation" if is_text(task) else "synthetic"
+    lines = [f"## Task `{task.key}`", "",
+             f"`{task.name}` ({kind}). Primary metric: **test {label(found.primary)}**; stalled = complete but the "
+             f"final validation {label(found.primary)} < {task.stall_floor:g}"
+             + (f" or no gain in {task.stall.patience} evaluations" if task.stall.patience else "")
+             + (f"; equivalence margin ±{task.margin:g}" if task.margin is not None else "; no equivalence margin")
+             + f". Baseline: **{experiment.config.baseline_label}**.", "",
+             "### Outcomes", "", md_table(*outcome_rows(experiment, found)), "",
+             "### Quality (trained seeds only)", "",
+             f"Mean [95% CI over seeds]; fewer than {analysis.min_seeds} trained seeds show each seed's value. "
+             "* = interval clipped to the metric's range.", "",
+             md_table(*quality_rows(experiment, found, report.frame, metrics, report.analyst)), ""]
+    collapsed = [f"{v} ≡ {w}" for v, w in found.collapsed.items()]
+    if collapsed:
+        lines += ["Bit-identical at every logged step and in every test output, for every seed (one set of numbers, "
+                  "not a second sample; not tested against each other): " + "; ".join(collapsed) + ".", ""]
+    if found.comparisons:
+        lines += [f"### Against {experiment.config.baseline_label} on {label(found.primary)} (the verdicts)", "",
+                  md_table(*comparison_rows(experiment, found)), ""]
+        lines += ["Other metrics, descriptive (difference [95% CI], no verdicts):", "",
+                  md_table(*descriptive_rows(found, descriptive_metrics(task, is_text(task)))), ""]
     stem = plots.file_stem(task.key)
-    curves_png = plots.learning_curves(experiment, task, logged, out_dir / "plots" / f"{stem}-curves.png")
-    bars_png = plots.metric_bars(experiment, task, frame, out_dir / "plots" / f"{stem}-metrics.png")
-    for title, png in (("learning curves", curves_png), ("test metrics", bars_png)):
+    figures = [("test metric per seed", plots.seed_values(experiment, found, report.analyst,
+                                                          out_dir / "plots" / f"{stem}-seeds.png"))]
+    if found.comparisons:
+        figures.append(("effects", plots.effects(experiment, found, out_dir / "plots" / f"{stem}-effects.png")))
+    logged = curves(report.analyst.records)
+    figures.append(("learning curves", plots.learning_curves(experiment, task, logged,
+                                                             out_dir / "plots" / f"{stem}-curves.png")))
+    for title, png in figures:
         lines += [f"![{task.key}: {title}]({png.relative_to(out_dir).as_posix()})", ""]
     return lines
 
 
-def loss_caveat(experiment: Experiment, task: TaskEntry) -> list[str]:
-    """Validation loss is each variant's training objective; say so where the objectives differ."""
-    objectives: dict[tuple[str, float], list[str]] = {}
-    for variant in experiment.config.variants:
-        smoothing = experiment.train_config(task, experiment.config.seeds[0], variant.label).label_smoothing
-        objectives.setdefault((experiment.specs[variant.label].output.kind, smoothing), []).append(variant.label)
-    if len(objectives) < 2:
-        return []
-    groups = "; ".join(f"{', '.join(labels)}: {kind} head, label smoothing {smoothing:g}"
-                       for (kind, smoothing), labels in objectives.items())
-    return [f"Note: valid loss is each variant's own training objective (see zoo/loss.py), and the objectives "
-            f"differ here ({groups}), so its differences are partly definitional. Valid perplexity, from the "
-            "unsmoothed negative log-likelihood, is comparable across all of them.", ""]
-
-
-def findings_section(checks: list[FindingCheck], baseline: str, matrix: Matrix | None = None) -> list[str]:
-    if not checks:
-        return ["The experiment file lists no findings to check."]
-    lines = []
-    for check in checks:
-        f, test = check.finding, check.test
-        evidence = ""
-        if test is not None and test.n_baseline and test.n_variant:
-            difference = fmt_difference(test.difference, check.metric)
-            evidence = (f": {test.verdict} (difference {difference}, p {fmt_p(test.p_value)}, {test.method}, "
-                        f"seeds {test.n_baseline} vs {test.n_variant})")
-        reference = f.against or baseline
-        expected = (f"no difference between {f.variant} and {reference}" if f.expect == "no difference"
-                    else f"{f.variant} to be *{f.expect}* than {reference}")
-        alike = ""
-        if matrix is not None and matrix.alike(f.variant, reference):
-            alike = (f" The equivalence check shows that {f.variant} and {reference} compute the same function and "
-                     "train alike: a gap between them is training noise (seeds, rounding), not an effect.")
-        lines.append(f"- **{check.outcome}** — “{f.claim}” ({f.source}). Expected {expected} on "
-                     f"{label(check.metric)}; on `{check.task}` the data say{evidence or ' nothing: ' + check.outcome}."
-                     + alike)
+def placebo_section(report: Report) -> list[str]:
+    if not report.placebos:
+        return ["No two variants compute the same function and train alike, so this experiment has no placebo pair "
+                "to measure its noise floor with.", ""]
+    alpha = report.experiment.config.analysis.alpha
+    rows, flagged = [], []
+    for task, a, b, comparison in report.placebos:
+        if comparison is None:
+            rows.append([task, f"{a} vs {b}", "0 (bit-identical)", "—", "—", "—"])
+            continue
+        r = comparison.result
+        significant = not math.isnan(r.p_adjusted) and r.p_adjusted < alpha
+        if significant:
+            flagged.append(f"{a} vs {b} on {task}")
+        equivalent = comparison.equivalence.equivalent if comparison.equivalence else None
+        rows.append([task, f"{b} − {a}", f"{fmt_difference(r.difference, comparison.metric)} "
+                                         f"{fmt_interval(r.ci_low, r.ci_high, comparison.metric, True)}",
+                     fmt_p(r.p_adjusted), "—" if equivalent is None else ("yes" if equivalent else "not shown"),
+                     "**SIGNIFICANT: the report's verdicts are suspect**" if significant else "not significant"])
+    lines = ["Variants the equivalence check proves to compute the same function, trained alike: any difference "
+             "between them is noise (seeds, rounding), so they show how large a difference noise alone makes here. "
+             "A pair not tested against the baseline is tested at the raw alpha (stricter for this check).", "",
+             md_table(["task", "placebo pair", "difference [95% CI]", "p", "equivalent within margin", "status"],
+                      rows), ""]
+    if flagged:
+        lines.insert(0, f"> **Warning: a placebo comparison is significant ({'; '.join(flagged)}).** Noise alone "
+                        "produced a verdict here; treat every verdict of this report with suspicion.\n")
     return lines
 
 
-def method_section() -> list[str]:
+def findings_section(report: Report) -> list[str]:
+    if not report.checks:
+        return ["The experiment file lists no findings to check."]
+    lines = []
+    for c in report.checks:
+        f = c.finding
+        published = f" Published: {f.published}." if f.published else ""
+        where = f" on `{c.task}`" if c.task != "—" else ""
+        lines.append(f"- **{c.outcome}**{where}: “{f.claim}” ({f.source}).{published} "
+                     f"Expected: {f.variant} {f.expect} vs {f.against or report.experiment.config.baseline_label}"
+                     f" ({f.kind}, {label(c.metric)}). Here: {c.evidence}.")
+    return lines
+
+
+def method_section(report: Report) -> list[str]:
+    analysis = report.experiment.config.analysis
+    correction = "Holm" if analysis.correction == "holm" else "Benjamini–Hochberg"
     return [
-        "- Only complete runs enter a statistic; diverged, failed, incomplete and missing runs are listed above.",
-        "- Confidence intervals: mean ± t(0.975, n−1)·s/√n over seeds (s with n−1 in the denominator).",
-        "- BLEU: paired bootstrap over test sentences (Koehn 2004), "
-        f"{RESAMPLES} resamples (seed {BOOTSTRAP_SEED}) shared by both systems, corpus BLEU from sacreBLEU's "
-        "sentence statistics, averaged over the seeds both variants completed; "
-        "p = min(1, 2(k+1)/(R+1)) where k counts resamples whose difference does not have the observed sign. "
-        "It resamples sentences with the trained models held fixed, so it asks whether a difference would "
-        "survive another test set, not another seed: where seeds disagree (a wide interval in the table), "
-        "read the per-seed values in results.csv before trusting a verdict.",
-        "- Every other measure: Welch's t-test over seeds (scipy.stats.ttest_ind, equal_var=False); fewer than "
-        "two seeds on a side gives “not enough seeds”.",
-        f"- A difference is called better/worse when p < {ALPHA}, otherwise “no detectable difference” "
-        "(which is not evidence of equality).",
-        "- Steps to threshold are averaged over the runs that reached it; the table says how many did.",
+        "- The seed is the unit of evidence: each run gives one number per metric; variants are compared over seeds.",
+        "- Outcomes: complete, stalled (complete but the primary validation metric ended below the task's floor), "
+        "diverged (a non-finite loss), failed (raised). Quality uses complete runs only; instability (stalled + "
+        "diverged) has a Clopper–Pearson interval and is compared with the baseline by Fisher's exact test.",
+        "- Per-seed metrics: Welch's t-test and interval (Welch–Satterthwaite df); with unequal seed counts the p-value "
+        "is the larger of Welch's and an exact permutation p. Corpus metrics (BLEU, chrF, exact match) add "
+        "test-sentence variation: variance = Welch seed variance of the per-seed scores + paired sentence-bootstrap "
+        "variance (1000 resamples), Satterthwaite df. The sentence-only bootstrap p is shown for reference: it "
+        "holds the trained models fixed and sees no seed variation.",
+        f"- One verdict per task, on its primary metric; {report.family} such tests (and the findings' own) form one "
+        f"family, p-values adjusted by {correction} at alpha {analysis.alpha:g}. Instability tests form a second "
+        f"family ({report.failure_family} tests). Every other number is descriptive.",
+        f"- No verdict below {analysis.min_seeds} trained seeds per arm (per-seed values instead).",
+        "- Effect sizes: P(better) = chance that a random seed of the variant beats a random seed of the baseline "
+        "(Bouthillier et al. 2021); ASO ε_min = Almost Stochastic Order (Dror et al. 2019; below 0.5 the variant tends "
+        "to be better, below 0.2 it almost dominates), at 5 or more seeds.",
+        f"- Power: 'detectable Δ' is the smallest true difference the design detects with {analysis.power:.0%} power "
+        "at alpha (noncentral t from the observed spread); 'no difference larger than X could be detected' is not "
+        "evidence of no difference. 'seeds for ±X' is the number per arm that would detect the task's target effect.",
+        "- Equivalence only by TOST (two one-sided tests) against a margin declared per task in the experiment file.",
+        "- Placebos: variant pairs proven to compute one function and trained alike measure the noise floor.",
+        "- Steps to threshold: Kaplan–Meier median over finished runs (a run that never reaches it is censored at "
+        "its last evaluation). Curve area: mean level of the validation primary metric over training.",
     ]
 
 
-def build_report(experiment: Experiment, runs_root: Path, out_dir: Path, command: str) -> Path:
-    """Write report.md, results.csv and plots/ into `out_dir`; return the path of report.md."""
-    runs_root, out_dir = Path(runs_root), Path(out_dir)
+def build_report(experiment: Experiment, records_root: Path, out_dir: Path, command: str) -> tuple[Path, Report]:
+    """Write report.md, results.csv and plots/ into `out_dir` from the records; returns report.md and the analysis."""
+    out_dir = Path(out_dir)
+    (out_dir / "report.md").unlink(missing_ok=True)  # first: never an old report beside new tables
+    report = analyse(experiment, Path(records_root))
     out_dir.mkdir(parents=True, exist_ok=True)
-    frame = collect(experiment, runs_root)
-    write_text_atomic(out_dir / "results.csv", frame.to_csv(index=False))
-    logged = curves(frame)
-    comparer = Comparer(experiment, frame, references)
+    write_text_atomic(out_dir / "results.csv", report.frame.to_csv(index=False))
     config = experiment.config
-    lines = [f"# {config.name}: comparison report", ""]
+    from zoo import __version__
+    from zoo.experiment.record import zoo_commit
+    from zoo.machine import cpu_model
+
+    where = os.path.relpath(experiment.path)
+    lines = [f"<!-- generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by zoo {__version__} ({zoo_commit()}) "
+             f"on {cpu_model()}; the rest of this file is a function of the records and the experiment file -->",
+             f"# {config.name}: comparison report", ""]
     if config.description:
-        lines += [config.description, ""]
-    lines += [f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from `{runs_root}` with:", "",
-              "```", command, "```", "", "## Machine", "", *machine(frame), "",
-              f"## Experiment file `{experiment.path}`", "",
-              f"```{experiment.path.suffix.lstrip('.') or 'text'}", experiment.path.read_text().strip("\n"), "```", "",
-              "## Grid status", "", *grid_status(frame, experiment), ""]
-    for task in config.tasks:
-        lines += task_section(experiment, task, frame, logged, comparer, out_dir)
-    png = plots.throughput(experiment, frame, out_dir / "plots" / "throughput.png")
-    lines += ["## Throughput", "", f"![throughput against trainable parameters]({png.relative_to(out_dir).as_posix()})", ""]
-    matrix = equivalence_matrix(experiment, runs_root)
+        lines += [config.description.strip(), ""]
+    lines += [f"Made from the records in `{Path(records_root).name}/` with `{command}`.", "",
+              "## Grid status", "", *grid_status(report)]
+    for found in report.tasks:
+        lines += task_section(report, found, out_dir)
+    lines += ["## Placebo pairs (the noise floor)", "", *placebo_section(report)]
     lines += ["## Equivalence of the variants", "",
               "Cell (A, B): ≡ if B, given A's (generic) weights, computes A's log-probabilities (zoo.equivalence); "
-              "a pair is equivalent when both directions say ≡.", "", matrix_markdown(matrix), ""]
-    lines += [f"- spec of {name}: {source}" for name, source in matrix.sources.items()]
-    lines += [f"- {note}" for note in matrix.notes] + [""]
-    lines += ["## Findings", "", *findings_section(check_findings(experiment, comparer), config.baseline_label, matrix),
-              ""]
-    lines += ["## Method", "", *method_section(), "", "All runs, one row each: [results.csv](results.csv).", ""]
-    report = out_dir / "report.md"
-    write_text_atomic(report, "\n".join(lines))
-    return report
+              "a pair is equivalent when both directions say ≡.", "", matrix_markdown(report.matrix), ""]
+    lines += [f"- spec of {name}: {source}" for name, source in report.matrix.sources.items()]
+    lines += [f"- {note}" for note in report.matrix.notes] + [""]
+    lines += ["## Findings", "", *findings_section(report), ""]
+    png = plots.throughput(experiment, report.frame, out_dir / "plots" / "throughput.png")
+    lines += ["## Throughput (descriptive)", "", f"![throughput]({png.relative_to(out_dir).as_posix()})", ""]
+    lines += ["## Method", "", *method_section(report), "", "## Provenance", "", *provenance(report), "",
+              f"## Experiment file `{where}`", "", f"```{experiment.path.suffix.lstrip('.') or 'text'}",
+              experiment.path.read_text(encoding="utf-8").strip("\n"), "```", "",
+              "All runs, one row each: [results.csv](results.csv); per-run records: "
+              f"[{Path(records_root).name}/]({Path(records_root).name}/).", ""]
+    path = out_dir / "report.md"
+    write_text_atomic(path, "\n".join(lines))
+    return path, report
+
+

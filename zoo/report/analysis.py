@@ -1,0 +1,240 @@
+"""What the records say about each task: run outcomes, per-variant estimates, and comparisons.
+
+The seed is the unit of evidence. For each task:
+
+- every run gets an outcome (zoo/report/outcomes.py): complete, stalled (trained to the end without
+  learning: the primary validation metric ended below the task's floor, or did not improve for
+  `patience` evaluations), diverged, failed; stale and missing cells count for nothing;
+- instability (stalled + diverged among finished runs) per variant, with a Clopper–Pearson interval,
+  compared with the baseline by Fisher's exact test;
+- quality statistics use the complete runs only;
+- variants whose logged metrics are bit-identical to another's at every step, for every seed, are
+  collapsed into that variant's row: they are one set of numbers, not two samples;
+- the primary metric gets a comparison per variant (zoo/report/inference.py for per-seed metrics,
+  zoo/report/corpus.py for corpus metrics, which adds test-sentence variation to seed variation),
+  the other metrics a difference with its interval and nothing more.
+
+Verdicts are only given after the report adjusts p-values over its whole family (report.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field, replace
+from functools import cache
+
+import numpy as np
+import pandas as pd
+
+from zoo.experiment import Experiment
+from zoo.experiment.config import TaskEntry
+from zoo.report import outcomes as oc
+from zoo.report.aso import eps_min
+from zoo.report.collect import Records, sentence_stats, task_kind
+from zoo.report.corpus import compare_corpus, corpus_tost
+from zoo.report.inference import MIN_SEEDS, Equivalence, compare_seeds, prob_better, tost
+from zoo.report.power import POWER, detectable, seeds_needed
+from zoo.report.stats import FEW
+
+# Which way is better, per results column; columns not listed (e.g. parameters) are not compared.
+HIGHER_IS_BETTER = {
+    "bleu": True, "bleu_lowercase": True, "chrf": True, "exact_match": True, "token_accuracy": True,
+    "tok_per_s": True, "valid_loss": False, "valid_nll": False, "valid_ppl": False, "test_nll": False,
+    "test_ppl": False, "train_seconds": False, "curve_area": True,
+}
+CORPUS = ("bleu", "chrf", "exact_match")  # metrics with per-sentence statistics in the records
+BOUNDS = {"bleu": (0, 100), "chrf": (0, 100), "exact_match": (0, 100), "token_accuracy": (0, 100),
+          "tok_per_s": (0, math.inf), "valid_ppl": (1, math.inf), "test_ppl": (1, math.inf)}
+TIMINGS = {"tok_per_s", "seconds", "train_seconds", "finished"}
+
+
+@cache
+def _scorer(metric: str):
+    """(score function over summed per-sentence statistics, vectorised?) for a corpus metric."""
+    if metric == "exact_match":
+        return (lambda s: 100.0 * s[..., 0] / np.maximum(s[..., 1], 1)), True
+    from sacrebleu.metrics import BLEU, CHRF
+
+    scorer = BLEU() if metric == "bleu" else CHRF()
+    return (lambda s: scorer._compute_score_from_stats(list(s)).score), False
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One variant against a reference on one metric: the test result and the effect sizes around it."""
+
+    task: str
+    variant: str
+    reference: str
+    metric: str
+    result: object  # inference.SeedComparison | corpus.CorpusComparison
+    prob_better: float
+    eps_min: float
+    mde: float
+    seeds_needed: int | None  # per arm, for the task's target effect at the report's alpha and power
+    equivalence: Equivalence | None  # TOST against the task's margin (primary metric only)
+    per_seed: tuple[tuple[float, ...], tuple[float, ...]]  # (reference, variant) values
+
+    @property
+    def verdict(self) -> str:
+        return self.result.verdict
+
+    def adjusted(self, p: float, verdict: str) -> Comparison:
+        return replace(self, result=replace(self.result, p_adjusted=p, verdict=verdict))
+
+
+@dataclass
+class TaskAnalysis:
+    task: TaskEntry
+    primary: str
+    outcomes: dict[str, dict[int, str]]  # variant -> seed -> outcome
+    collapsed: dict[str, str]  # variant -> the variant whose numbers it shares bit for bit
+    instability: dict[str, oc.Rate] = field(default_factory=dict)
+    failure_tests: dict[str, oc.FailureComparison] = field(default_factory=dict)
+    failure_adjusted: dict[str, float] = field(default_factory=dict)  # variant -> p adjusted over the report
+    comparisons: dict[str, Comparison] = field(default_factory=dict)  # variant -> primary vs baseline
+    descriptive: dict[str, dict[str, object]] = field(default_factory=dict)  # variant -> metric -> result
+    survival: dict[str, oc.Survival] = field(default_factory=dict)
+    curve_area: dict[str, list[float]] = field(default_factory=dict)
+
+
+def _fingerprint(record: dict) -> str:
+    """Hash of everything a run logged except timings: equal hashes = bit-identical numbers."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in TIMINGS}
+        return value
+
+    payload = {k: strip(record.get(k)) for k in ("curves", "test", "hypotheses", "final", "status")}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class Analyst:
+    """Builds TaskAnalysis objects from an experiment's records; shares per-run work between tasks and findings."""
+
+    def __init__(self, experiment: Experiment, records: Records, frame: pd.DataFrame):
+        self.experiment, self.records, self.frame = experiment, records, frame
+        self.analysis = experiment.config.analysis
+        self.baseline = experiment.config.baseline_label
+        self.labels = [v.label for v in experiment.config.variants]
+
+    # -- runs -------------------------------------------------------------------------------------
+    def outcome(self, variant: str, task: TaskEntry, seed: int) -> str:
+        row = self.frame[(self.frame.variant == variant) & (self.frame.task == task.key) & (self.frame.seed == seed)]
+        status = str(row.status.iloc[0]) if len(row) else "missing"
+        if status != "complete":
+            return status
+        curve = self.eval_curve(variant, task, seed, task.primary_metric)
+        rule = oc.StallRule(floor=task.stall_floor, patience=task.stall.patience,
+                            higher_is_better=HIGHER_IS_BETTER[task.primary_metric])
+        return oc.classify_run(status, float(row.valid_metric.iloc[0]), curve[1], rule)
+
+    def eval_curve(self, variant: str, task: TaskEntry, seed: int, metric: str) -> tuple[list, list]:
+        record = self.records.get(variant, task.key, seed) or {}
+        columns = (record.get("curves") or {}).get("eval") or {}
+        steps, values = columns.get("step") or [], columns.get(metric) or []
+        pairs = [(s, float(v)) for s, v in zip(steps, values) if isinstance(v, (int, float))]
+        return [s for s, _ in pairs], [v for _, v in pairs]
+
+    def trained(self, task: TaskEntry, variant: str) -> list[int]:
+        """Seeds whose run completed and learned (outcome 'complete'), in seed order."""
+        return [s for s in self.experiment.config.seeds if self.outcome(variant, task, s) == oc.COMPLETE]
+
+    def values(self, task: TaskEntry, variant: str, metric: str) -> list[float]:
+        if metric == "curve_area":
+            return [oc.curve_area(*self.eval_curve(variant, task, s, task.primary_metric))
+                    for s in self.trained(task, variant)]
+        rows = self.frame[(self.frame.task == task.key) & (self.frame.variant == variant)].set_index("seed")
+        return [float(rows.loc[s, metric]) for s in self.trained(task, variant)]
+
+    def collapse(self, task: TaskEntry) -> dict[str, str]:
+        """variant -> earlier variant (the baseline first) whose records are bit-identical for every seed."""
+        order = [self.baseline] + [label for label in self.labels if label != self.baseline]
+        prints: dict[str, str] = {}
+        collapsed = {}
+        for variant in order:
+            found = [self.records.get(variant, task.key, s) for s in self.experiment.config.seeds]
+            if any(r is None or r["status"] == "failed" for r in found):
+                continue
+            key = "|".join(_fingerprint(r) for r in found)
+            if key in prints:
+                collapsed[variant] = prints[key]
+            else:
+                prints[key] = variant
+        return collapsed
+
+    # -- comparisons ------------------------------------------------------------------------------
+    def compare(self, task: TaskEntry, variant: str, reference: str, metric: str) -> Comparison:
+        """`variant` against `reference` on `metric` over the seeds each trained (unadjusted p)."""
+        higher = HIGHER_IS_BETTER[metric]
+        alpha, min_seeds = self.analysis.alpha, self.analysis.min_seeds
+        seeds_r, seeds_v = self.trained(task, reference), self.trained(task, variant)
+        stats_r = [sentence_stats(self.records, reference, task.key, s, metric) for s in seeds_r]
+        stats_v = [sentence_stats(self.records, variant, task.key, s, metric) for s in seeds_v]
+        use_corpus = metric in CORPUS and stats_r and stats_v and all(x is not None for x in stats_r + stats_v)
+        if use_corpus:
+            score, vectorised = _scorer(metric)
+            result = compare_corpus(stats_r, stats_v, score, higher_is_better=higher, vectorised=vectorised,
+                                    alpha=alpha, min_seeds=min_seeds)
+            base, other = result.baseline_scores, result.variant_scores
+        else:
+            base, other = self.values(task, reference, metric), self.values(task, variant, metric)
+            result = compare_seeds(base, other, higher_is_better=higher, alpha=alpha, min_seeds=min_seeds)
+        enough = result.verdict != FEW
+        primary = metric == task.primary_metric
+        equivalence = None
+        if primary and task.margin is not None:
+            equivalence = corpus_tost(result, task.margin) if use_corpus else tost(base, other, task.margin, alpha,
+                                                                                    max(min_seeds, MIN_SEEDS))
+        sd_r = float(np.std(base, ddof=1)) if len(base) > 1 else math.nan
+        sd_v = float(np.std(other, ddof=1)) if len(other) > 1 else math.nan
+        needed = seeds_needed(sd_r, sd_v, task.target_effect, alpha, self.analysis.power) \
+            if enough and primary else None
+        mde = _mde(result, alpha, self.analysis.power) if enough else math.nan
+        return Comparison(task.key, variant, reference, metric, result,
+                          prob_better(base, other, higher) if enough else math.nan,
+                          eps_min(other, base, higher_is_better=higher) if enough else math.nan,
+                          mde, needed, equivalence, (tuple(base), tuple(other)))
+
+    def task(self, task: TaskEntry, descriptive_metrics: list[str]) -> TaskAnalysis:
+        labels = self.labels
+        found = TaskAnalysis(task, task.primary_metric,
+                             {v: {s: self.outcome(v, task, s) for s in self.experiment.config.seeds} for v in labels},
+                             self.collapse(task))
+        alpha = self.analysis.alpha
+        for variant in labels:
+            outcomes = list(found.outcomes[variant].values())
+            found.instability[variant] = oc.instability_rate(outcomes, alpha=alpha)
+            steps, reached = [], []
+            if task.threshold is not None:
+                for seed in self.experiment.config.seeds:
+                    if found.outcomes[variant][seed] in oc.FINISHED:
+                        step, hit = oc.first_reach(*self.eval_curve(variant, task, seed, task.primary_metric),
+                                                   task.threshold, HIGHER_IS_BETTER[task.primary_metric])
+                        if not math.isnan(step):
+                            steps.append(step)
+                            reached.append(hit)
+                found.survival[variant] = oc.time_to_threshold(steps, reached, alpha)
+            found.curve_area[variant] = self.values(task, variant, "curve_area")
+        base = found.instability[self.baseline]
+        for variant in labels:
+            if variant == self.baseline or variant in found.collapsed:
+                continue
+            mine = found.instability[variant]
+            found.failure_tests[variant] = oc.compare_failures(base.count, base.n, mine.count, mine.n, alpha)
+            found.comparisons[variant] = self.compare(task, variant, self.baseline, task.primary_metric)
+            found.descriptive[variant] = {m: self.compare(task, variant, self.baseline, m).result
+                                          for m in descriptive_metrics if m != task.primary_metric}
+        return found
+
+
+def _mde(result, alpha: float, power: float = POWER) -> float:
+    """Smallest true difference detected with `power`, from the comparison's own standard error and df
+    (noncentral t; for corpus metrics the se holds seed and sentence variation)."""
+    return detectable(result.se, result.df, alpha, power)
+
+
+def is_text(task: TaskEntry) -> bool:
+    return task_kind(task) == "text"

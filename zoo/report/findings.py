@@ -1,0 +1,188 @@
+"""Checking published findings, only where they apply.
+
+Each finding declares its kind, what it expects, the published effect with its source, and the
+regime it needs (zoo/experiment/config.py: Finding, Regime). For every task it names, the report says
+
+    confirmed        the test is significant (after the report's correction) in the expected direction,
+                     or equivalence within the task's margin is shown where the paper reports none
+    contradicted     significant in the opposite direction, or equivalence shown (within a margin
+                     smaller than the published effect) where the paper reports an effect
+    inconclusive     the regime holds but neither: with the power this design had for the published effect
+    not testable here  the regime does not hold (too few seeds, not converged, more than one factor
+                     differs, no margin declared), with the reason
+
+Same-function claims are answered by the equivalence check (weight transplant), not by training.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from zoo.experiment import Experiment
+from zoo.experiment.config import Finding, TaskEntry
+from zoo.report import outcomes as oc
+from zoo.report.analysis import HIGHER_IS_BETTER, Analyst, Comparison
+from zoo.report.collect import ReportError
+from zoo.report.equiv import Matrix
+from zoo.report.power import power_of
+from zoo.report.stats import BETTER, FEW, WORSE
+from zoo.summary import diff
+
+CONFIRMED, CONTRADICTED, INCONCLUSIVE, UNTESTABLE = "confirmed", "contradicted", "inconclusive", "not testable here"
+
+
+@dataclass
+class Check:
+    finding: Finding
+    task: str
+    metric: str
+    outcome: str
+    evidence: str
+    comparison: Comparison | None = None  # to be adjusted with the report's family
+    failures: oc.FailureComparison | None = None
+    failure_adjusted: float = math.nan  # the failure test's p after the report's correction
+
+
+def factors(experiment: Experiment, a: str, b: str) -> list[str]:
+    """What differs between two variants: spec fields and training settings."""
+    spec = [field for field, _, _ in diff(experiment.specs[a], experiment.specs[b])]
+    train_a = next(v.train for v in experiment.config.variants if v.label == a)
+    train_b = next(v.train for v in experiment.config.variants if v.label == b)
+    train = [f"train.{k}" for k in sorted(set(train_a) | set(train_b)) if train_a.get(k) != train_b.get(k)]
+    return spec + train
+
+
+def converged(analyst: Analyst, task: TaskEntry, variant: str, tolerance: float) -> tuple[bool, float]:
+    """Did the mean primary validation curve change by less than `tolerance` over the last quarter of training?"""
+    changes = []
+    for seed in analyst.trained(task, variant):
+        steps, values = analyst.eval_curve(variant, task, seed, task.primary_metric)
+        if len(steps) < 2:
+            continue
+        start = int(np.searchsorted(steps, 0.75 * steps[-1]))
+        changes.append(values[-1] - values[min(start, len(values) - 2)])
+    if not changes:
+        return False, math.nan
+    change = float(np.mean(changes))
+    return abs(change) < tolerance, change
+
+
+def regime_problems(experiment: Experiment, analyst: Analyst, finding: Finding, task: TaskEntry, reference: str,
+                    counted: tuple[int, int]) -> list[str]:
+    regime, problems = finding.regime, []
+    if min(counted) < regime.min_seeds:
+        problems.append(f"{counted[1]} v {counted[0]} seeds, the finding needs {regime.min_seeds} per arm")
+    if regime.single_factor:
+        differ = factors(experiment, finding.variant, reference)
+        if len(differ) != 1:
+            problems.append(f"{finding.variant} and {reference} differ in {len(differ)} factors "
+                            f"({', '.join(differ[:4]) or 'none'}), the finding is about one")
+    if regime.converged:
+        for variant in (finding.variant, reference):
+            flat, change = converged(analyst, task, variant, regime.tolerance)
+            if not flat:
+                problems.append(f"{variant} has not converged (valid {task.primary_metric} moved "
+                                f"{change:+.2f} over the last quarter of training; tolerance {regime.tolerance:g})")
+    if finding.kind == "equivalence" and task.margin is None:
+        problems.append(f"task {task.key} declares no equivalence margin")
+    return problems
+
+
+def _power(finding: Finding, comparison: Comparison | None, alpha: float) -> str:
+    if finding.effect is None or comparison is None:
+        return ""
+    base, other = comparison.per_seed
+    if min(len(base), len(other)) < 2:
+        return ""
+    power = power_of(finding.effect, float(np.std(base, ddof=1)), float(np.std(other, ddof=1)), len(base),
+                     len(other), alpha)
+    return f"; power for the published effect ({finding.effect:+g}) was {power:.0%}" if not math.isnan(power) else ""
+
+
+def check(experiment: Experiment, analyst: Analyst, matrix: Matrix) -> list[Check]:
+    """Every finding on every task it names (tests unadjusted: report.py adjusts them with the family)."""
+    checks = []
+    for i, finding in enumerate(experiment.config.findings):
+        reference = finding.against or experiment.config.baseline_label
+        metric = finding.metric
+        if metric is not None and metric not in HIGHER_IS_BETTER:
+            raise ReportError(f"{experiment.path}: findings[{i}].metric: {metric!r} is not a compared results "
+                              f"column; allowed: {', '.join(HIGHER_IS_BETTER)}")
+        if finding.kind == "same-function":
+            same = matrix.equivalent(finding.variant, reference) and matrix.equivalent(reference, finding.variant)
+            expected = finding.expect == "same function"
+            verdict = matrix.verdicts.get((finding.variant, reference))
+            checks.append(Check(finding, "—", "function", CONFIRMED if same == expected else CONTRADICTED,
+                                f"the equivalence check says {'same' if same else 'different'} function"
+                                + (f" ({verdict.reason})" if verdict else "")))
+            continue
+        for task in experiment.config.tasks:
+            if finding.task is not None and finding.task != task.key:
+                continue
+            checks.append(_check_task(experiment, analyst, finding, task, reference, metric or task.primary_metric))
+    return checks
+
+
+def _check_task(experiment: Experiment, analyst: Analyst, finding: Finding, task: TaskEntry, reference: str,
+                metric: str) -> Check:
+    if finding.variant == reference:
+        return Check(finding, task.key, metric, UNTESTABLE, "the variant is its own reference")
+    if finding.kind == "failure-rate":
+        outcomes = {v: [analyst.outcome(v, task, s) for s in experiment.config.seeds] for v in (reference,
+                                                                                                   finding.variant)}
+        rates = {v: oc.instability_rate(o) for v, o in outcomes.items()}
+        test = oc.compare_failures(rates[reference].count, rates[reference].n, rates[finding.variant].count,
+                                   rates[finding.variant].n, experiment.config.analysis.alpha)
+        problems = regime_problems(experiment, analyst, finding, task, reference,
+                                   (rates[reference].n, rates[finding.variant].n))
+        evidence = (f"unstable runs {rates[finding.variant].count}/{rates[finding.variant].n} vs "
+                    f"{rates[reference].count}/{rates[reference].n}, Fisher p {test.p_value:.3g}")
+        if problems:
+            return Check(finding, task.key, "instability", UNTESTABLE, "; ".join(problems) + f" ({evidence})")
+        return Check(finding, task.key, "instability", INCONCLUSIVE, evidence, failures=test)
+    comparison = analyst.compare(task, finding.variant, reference, metric)
+    counted = (comparison.result.n_baseline, comparison.result.n_variant)
+    problems = regime_problems(experiment, analyst, finding, task, reference, counted)
+    power = _power(finding, comparison, experiment.config.analysis.alpha)
+    if problems:
+        return Check(finding, task.key, metric, UNTESTABLE, "; ".join(problems) + power)
+    return Check(finding, task.key, metric, INCONCLUSIVE, power, comparison=comparison)
+
+
+def settle(check_: Check, alpha: float) -> Check:
+    """The outcome from the (adjusted) test: confirmed, contradicted or inconclusive."""
+    finding = check_.finding
+    if check_.failures is not None:
+        p, more = check_.failure_adjusted, check_.failures.difference > 0
+        if p < alpha:
+            expected = (finding.expect == "more failures") == more
+            check_.outcome = CONFIRMED if expected else CONTRADICTED
+        check_.evidence += f", adjusted p {p:.3g}"
+        return check_
+    c = check_.comparison
+    if c is None:
+        return check_
+    r = c.result
+    said = (f"Δ {r.difference:+.3g} [{r.ci_low:+.3g}, {r.ci_high:+.3g}], adjusted p {r.p_adjusted:.3g}, "
+            f"{r.n_variant} v {r.n_baseline} seeds")
+    equivalent = c.equivalence is not None and c.equivalence.equivalent
+    if r.verdict in (BETTER, WORSE):
+        if finding.kind == "direction":
+            check_.outcome = CONFIRMED if r.verdict == finding.expect else CONTRADICTED
+        else:
+            check_.outcome = CONTRADICTED
+    elif equivalent and finding.kind == "equivalence":
+        check_.outcome = CONFIRMED
+        said += f"; equivalent within ±{c.equivalence.margin:g}"
+    elif equivalent and finding.effect is not None and abs(finding.effect) > c.equivalence.margin:
+        check_.outcome = CONTRADICTED
+        said += f"; equivalent within ±{c.equivalence.margin:g}, smaller than the published effect"
+    elif r.verdict == FEW:
+        check_.outcome = UNTESTABLE
+    else:
+        said += f"; no difference larger than {c.mde:.3g} could be detected"
+    check_.evidence = said + check_.evidence
+    return check_

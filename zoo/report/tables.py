@@ -1,0 +1,209 @@
+"""The report's tables as plain rows (header, rows of strings), for markdown and for the terminal.
+
+Every number a reader sees is formatted here, so the README's "How to read a report" can describe
+each column once.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from zoo.experiment import Experiment
+from zoo.experiment.config import TaskEntry
+from zoo.report import outcomes as oc
+from zoo.report.analysis import BOUNDS, Comparison, TaskAnalysis
+from zoo.report.stats import BETTER, FEW, WORSE
+
+LABELS = {
+    "parameters": "parameters", "tok_per_s": "train tok/s", "valid_loss": "valid loss",
+    "valid_ppl": "valid ppl", "valid_nll": "valid NLL", "bleu": "BLEU", "bleu_lowercase": "BLEU (lowercased)",
+    "chrf": "chrF", "exact_match": "exact match %", "token_accuracy": "token accuracy %",
+    "test_nll": "test NLL", "test_ppl": "test ppl", "train_seconds": "training seconds",
+    "curve_area": "curve area",
+}
+DECIMALS = {"parameters": 0, "tok_per_s": 0, "valid_loss": 3, "valid_nll": 3, "valid_ppl": 2, "test_nll": 3,
+            "test_ppl": 2, "train_seconds": 0, "steps": 0}
+
+
+def label(column: str) -> str:
+    return LABELS.get(column, column)
+
+
+def fmt(value: float, column: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, float) and math.isinf(value):
+        return "∞" if value > 0 else "−∞"
+    return f"{value:,.{DECIMALS.get(column, 2)}f}"
+
+
+def fmt_difference(value: float, column: str = "") -> str:
+    """Signed; a difference the column's format would round to zero keeps two significant digits."""
+    if value is None or math.isnan(value):
+        return "—"
+    text = fmt(value, column)
+    if value != 0 and float(text.replace(",", "")) == 0:
+        text = f"{value:.2g}"
+    return ("+" if value > 0 else "") + text
+
+
+def fmt_p(p: float) -> str:
+    if p is None or math.isnan(p):
+        return "—"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def fmt_interval(low: float, high: float, column: str = "", signed: bool = False) -> str:
+    show = fmt_difference if signed else fmt
+    return "—" if math.isnan(low) else f"[{show(low, column)}, {show(high, column)}]"
+
+
+def fmt_rate(rate: oc.Rate) -> str:
+    if not rate.n:
+        return "—"
+    return f"{rate.count}/{rate.n} ({100 * rate.rate:.0f}%, CI {100 * rate.ci_low:.0f}–{100 * rate.ci_high:.0f}%)"
+
+
+def per_seed(values) -> str:
+    return "; ".join(fmt(v) for v in values) or "none"
+
+
+def mean_interval(values: list[float], column: str, min_seeds: int, alpha: float = 0.05) -> str:
+    """'mean [low, high]' (Student t over seeds, clipped to the metric's range and marked so), or the
+    per-seed values below `min_seeds` seeds, or the value when it does not vary."""
+    data = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
+    if len(data) == 0:
+        return "—"
+    if np.all(data == data[0]):
+        return fmt(float(data[0]), column) + ("" if len(data) >= min_seeds else f" (n={len(data)})")
+    if len(data) < min_seeds:
+        return f"seeds: {per_seed(data)}"
+    mean = float(data.mean())
+    half = float(scipy_stats.t.ppf(1 - alpha / 2, len(data) - 1) * data.std(ddof=1) / math.sqrt(len(data)))
+    low, high = BOUNDS.get(column, (-math.inf, math.inf))
+    clipped = mean - half < low or mean + half > high
+    interval = fmt_interval(max(mean - half, low), min(mean + half, high), column)
+    return f"{fmt(mean, column)} {interval}" + ("*" if clipped else "")
+
+
+def verdict_text(comparison: Comparison, min_seeds: int) -> str:
+    """The plain-words verdict of a primary comparison, never stronger than its statistics."""
+    result = comparison.result
+    if result.verdict == FEW:
+        return (f"no verdict: {result.n_baseline} v {result.n_variant} trained seeds (< {min_seeds}); "
+                f"per seed {per_seed(comparison.per_seed[1])} vs {per_seed(comparison.per_seed[0])}")
+    if result.verdict in (BETTER, WORSE):
+        return f"**{result.verdict}**"
+    if comparison.equivalence is not None and comparison.equivalence.equivalent:
+        return f"**equivalent** within ±{comparison.equivalence.margin:g}"
+    return (f"no difference larger than {fmt(comparison.mde, comparison.metric)} could be detected "
+            f"({result.n_baseline} v {result.n_variant} seeds)")
+
+
+def outcome_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
+    header = ["variant", "complete", "stalled", "diverged", "failed", "unstable (stalled + diverged)",
+              "vs baseline: Fisher p", "adjusted p", "verdict"]
+    rows = []
+    for variant in (v.label for v in experiment.config.variants):
+        counts = {state: sorted(s for s, o in found.outcomes[variant].items() if o == state)
+                  for state in (oc.COMPLETE, oc.STALLED, oc.DIVERGED, oc.FAILED)}
+        cells = [str(len(seeds)) + (f" (seed {', '.join(map(str, seeds))})" if seeds and state != oc.COMPLETE else "")
+                 for state, seeds in counts.items()]
+        test = found.failure_tests.get(variant)
+        adjusted = found.failure_adjusted.get(variant, math.nan)
+        verdict = "—"
+        if test is not None and not math.isnan(adjusted):
+            verdict = ("**more unstable**" if test.difference > 0 else "**less unstable**") \
+                if adjusted < experiment.config.analysis.alpha else "no detectable difference"
+        name = variant + (" (baseline)" if variant == experiment.config.baseline_label else "")
+        rows.append([name, *cells, fmt_rate(found.instability[variant]),
+                     fmt_p(test.p_value) if test else "—", fmt_p(adjusted), verdict])
+    return header, rows
+
+
+def quality_rows(experiment: Experiment, found: TaskAnalysis, frame, metrics: list[str],
+                 analyst) -> tuple[list[str], list[list[str]]]:
+    """Per variant over its trained seeds: mean [95% CI] of each metric, curve area, steps to threshold."""
+    task = found.task
+    min_seeds = experiment.config.analysis.min_seeds
+    columns = [*metrics, "curve_area"]
+    header = ["variant", "trained seeds", *(label(c) for c in metrics),
+              f"area under valid {label(task.primary_metric)}"]
+    if task.threshold is not None:
+        header.append(f"steps to valid {label(task.primary_metric)} ≥ {task.threshold:g} (KM median [CI])")
+    rows = []
+    for variant in (v.label for v in experiment.config.variants):
+        name = variant + (" (baseline)" if variant == experiment.config.baseline_label else "")
+        if variant in found.collapsed:
+            rows.append([name, f"≡ {found.collapsed[variant]}", *(["same numbers, bit for bit"]
+                                                                     + [""] * (len(header) - 3))])
+            continue
+        seeds = analyst.trained(task, variant)
+        cells = [mean_interval(analyst.values(task, variant, c), c, min_seeds) for c in columns]
+        if task.threshold is not None:
+            km = found.survival[variant]
+            cells.append(f"{fmt(km.median, 'steps')} {fmt_interval(km.ci_low, km.ci_high, 'steps')} "
+                         f"({km.reached}/{km.n} reached)" if km.n else "—")
+        rows.append([name, str(len(seeds)), *cells])
+    return header, rows
+
+
+def comparison_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
+    task, analysis = found.task, experiment.config.analysis
+    metric = label(found.primary)
+    margin = f"TOST ±{task.margin:g}" if task.margin is not None else "TOST (no margin declared)"
+    header = ["variant", f"Δ {metric} [95% CI]", "p", f"adjusted p ({analysis.correction})", "verdict",
+              "P(better)", "ASO ε_min", "detectable Δ (80% power)", f"seeds for ±{task.target_effect:g}", margin,
+              "sentence-bootstrap p (test set only)"]
+    rows = []
+    for variant, c in found.comparisons.items():
+        r = c.result
+        equivalence = "—"
+        if c.equivalence is not None and c.equivalence.equivalent is not None:
+            equivalence = ("equivalent" if c.equivalence.equivalent else "not shown") + \
+                f" (p {fmt_p(c.equivalence.p_value)})"
+        sentence = getattr(r, "test_set_only", None)
+        rows.append([variant, f"{fmt_difference(r.difference, c.metric)} "
+                              f"{fmt_interval(r.ci_low, r.ci_high, c.metric, signed=True)}",
+                     fmt_p(r.p_value), fmt_p(r.p_adjusted), verdict_text(c, analysis.min_seeds),
+                     fmt(c.prob_better), fmt(c.eps_min), fmt(c.mde, c.metric),
+                     str(c.seeds_needed) if c.seeds_needed else ("—" if r.verdict == FEW else "> 100"),
+                     equivalence, fmt_p(sentence.p_value) if sentence is not None else "—"])
+    return header, rows
+
+
+def descriptive_rows(found: TaskAnalysis, metrics: list[str]) -> tuple[list[str], list[list[str]]]:
+    header = ["variant", *(f"Δ {label(m)} [95% CI]" for m in metrics)]
+    rows = []
+    for variant, results in found.descriptive.items():
+        cells = []
+        for metric in metrics:
+            r = results.get(metric)
+            cells.append("—" if r is None or r.verdict == FEW else
+                         f"{fmt_difference(r.difference, metric)} {fmt_interval(r.ci_low, r.ci_high, metric, True)}")
+        rows.append([variant, *cells])
+    return header, rows
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> str:
+    def cell(text: object) -> str:
+        return str(text).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def task_metrics(task: TaskEntry, text: bool) -> list[str]:
+    """The quality columns of a task: its metrics, then perplexity, parameters and throughput."""
+    own = ["bleu", "chrf"] if text else ["exact_match", "token_accuracy"]
+    primary = task.primary_metric
+    return [primary, *(m for m in own if m != primary), "valid_ppl", "parameters", "tok_per_s"]
+
+
+def descriptive_metrics(task: TaskEntry, text: bool) -> list[str]:
+    """The metrics shown as differences without verdicts: all but the primary one and the parameter count."""
+    return [m for m in task_metrics(task, text) if m not in (task.primary_metric, "parameters")]
