@@ -4,7 +4,7 @@
     RUN_DIR/train.json      the training config
     RUN_DIR/task/           task.json and the trained tokenizer (the run is self-contained)
     RUN_DIR/metrics.jsonl   one JSON object per logged step and per evaluation
-    RUN_DIR/checkpoint.pt   model, optimizer, position in the data and RNG state
+    RUN_DIR/checkpoint.safetensors   model, optimizer, position in the data and RNG state (zoo/train/checkpoint.py)
     RUN_DIR/summary.json    final status ("complete" or "diverged"), reason and last metrics
 """
 
@@ -19,14 +19,11 @@ import torch
 from zoo.atomic import write_atomic
 from zoo.build import build
 from zoo.data import Task
-from zoo.errors import ZooError
+from zoo.errors import RunError
 from zoo.model import Seq2Seq
 from zoo.spec import validate_spec
+from zoo.train import checkpoint
 from zoo.train.config import TrainConfig
-
-
-class RunError(ZooError):
-    """A run directory is missing, incomplete, or belongs to another spec/config."""
 
 
 def atomic_write(path: Path, data: bytes | str) -> None:
@@ -37,10 +34,6 @@ def atomic_write(path: Path, data: bytes | str) -> None:
 
 def write_json(path: Path, value: Any) -> None:
     atomic_write(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
-
-
-def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    write_atomic(path, lambda tmp: torch.save(state, tmp))
 
 
 def save_evaluation(run_dir: Path, name: str, metrics: dict[str, Any], hypotheses: list[str]) -> None:
@@ -64,13 +57,15 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
 def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[Seq2Seq, Task, TrainConfig]:
     """The trained model (weights of the last checkpoint), its task and its training config."""
     run_dir = Path(run_dir)
-    for name in ("spec.json", "train.json", "checkpoint.pt"):
+    for name in ("spec.json", "train.json"):
         if not (run_dir / name).exists():
             raise RunError(f"{run_dir}: no {name}; is this a run directory written by `zoo train`?")
     spec = validate_spec(json.loads((run_dir / "spec.json").read_text())["spec"], source=str(run_dir / "spec.json"))
     config = TrainConfig.model_validate(json.loads((run_dir / "train.json").read_text()))
     task = Task.load(run_dir / "task")
+    path = checkpoint.find(run_dir)
+    if path is None:
+        raise RunError(f"{run_dir}: no {checkpoint.FILE}; is this a run directory written by `zoo train`?")
     model = build(spec, seed=config.seed)
-    checkpoint = torch.load(run_dir / "checkpoint.pt", map_location="cpu", weights_only=False)
-    model.load_state_dict(checkpoint["model"])
+    checkpoint.restore(checkpoint.load(path), model)
     return model.to(device).eval(), task, config
