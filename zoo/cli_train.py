@@ -10,9 +10,10 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from zoo.config_io import parse_assignments
 from zoo.data import TaskConfig, load_task
 from zoo.decode import DecodeConfig
-from zoo.spec import load_spec, parse_assignments
+from zoo.spec import load_spec
 from zoo.train import Trainer, check_fits, fit_to_task, load_run, load_train_config, save_evaluation
 
 console = Console()

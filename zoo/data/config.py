@@ -14,6 +14,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from zoo.config_io import describe_error
 from zoo.errors import DataError
 
 SYNTHETIC = ("copy", "reverse", "sort", "long-copy")
@@ -84,7 +85,7 @@ class TaskConfig(BaseModel):
         return name
 
     @model_validator(mode="after")
-    def _lengths(self) -> "TaskConfig":
+    def _lengths(self) -> TaskConfig:
         if self.max_len < self.min_len:
             raise ValueError(f"max_len: {self.max_len} is shorter than min_len = {self.min_len}")
         return self
@@ -99,22 +100,9 @@ class TaskConfig(BaseModel):
 
 
 def format_errors(err: ValidationError, data: dict[str, Any]) -> str:
-    """One line per problem: 'task NAME: field: what is wrong (got value)'."""
+    """One line: 'task NAME: field: what is wrong (got value); ...'."""
     where = f"task {data.get('name')!r}: " if isinstance(data.get("name"), str) else "task: "
-    parts = []
-    for error in err.errors():
-        loc = ".".join(str(p) for p in error["loc"])
-        if error["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(loc, list(TaskConfig.model_fields), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            parts.append(f"{loc}: unknown key{hint} (valid keys: {', '.join(TaskConfig.model_fields)})")
-            continue
-        message = error["msg"].removeprefix("Value error, ")
-        if message.split(":")[0] in TaskConfig.model_fields:  # our own validators already name the field
-            parts.append(message)
-        else:
-            parts.append(f"{loc}: {message} (got {error.get('input')!r})" if loc else message)
-    return where + "; ".join(parts)
+    return where + "; ".join(describe_error(e, TaskConfig) for e in err.errors())
 
 
 def make_config(config: TaskConfig | str | dict[str, Any], overrides: dict[str, Any] | None = None) -> TaskConfig:

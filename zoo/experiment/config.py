@@ -36,9 +36,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from zoo.config_io import describe_error, read_config_file
 from zoo.data import TaskConfig
 from zoo.errors import DataError, SpecError, ZooError
-from zoo.spec import ModelSpec, _describe, load_spec, read_config_file
+from zoo.spec import ModelSpec, load_spec
 from zoo.train import TrainConfig, check_fits
 
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
@@ -179,7 +180,7 @@ def load_experiment(path: str | Path) -> Experiment:
     try:
         config = ExperimentConfig.model_validate(data)
     except ValidationError as err:
-        raise ExperimentError(f"{path}: " + "; ".join(_describe(e, fields=ExperimentConfig.model_fields)
+        raise ExperimentError(f"{path}: " + "; ".join(describe_error(e, ExperimentConfig)
                                                       for e in err.errors())) from None
     specs = {}
     for i, variant in enumerate(config.variants):
@@ -198,7 +199,7 @@ def load_experiment(path: str | Path) -> Experiment:
             raise ExperimentError(f"{path}: tasks[{i}] ({task.name}): {err}") from None
         except (DataError, ValidationError) as err:
             message = err if isinstance(err, DataError) else "; ".join(
-                _describe(e, fields=TrainConfig.model_fields) for e in err.errors())
+                describe_error(e, TrainConfig) for e in err.errors())
             raise ExperimentError(f"{path}: tasks[{i}] ({task.name}): {message}") from None
     return experiment
 

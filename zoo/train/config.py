@@ -11,8 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from zoo.config_io import describe_error, read_config_file
 from zoo.errors import SpecError
-from zoo.spec import _describe, apply_overrides, read_config_file
+from zoo.spec import apply_overrides
 
 
 class TrainConfig(BaseModel):
@@ -46,7 +47,7 @@ class TrainConfig(BaseModel):
     threads: int | None = Field(None, gt=0, description="torch CPU threads; None = PyTorch's default")
 
     @model_validator(mode="after")
-    def _budget(self) -> "TrainConfig":
+    def _budget(self) -> TrainConfig:
         if self.steps is None and self.epochs is None and self.minutes is None:
             raise ValueError("steps: give a budget: steps, epochs or minutes (any combination; the first reached ends training)")
         if self.schedule == "linear-decay" and self.steps is None:
@@ -67,4 +68,4 @@ def load_train_config(path: str | Path | None = None, overrides: dict[str, Any] 
         return TrainConfig.model_validate(data), task
     except ValidationError as err:
         where = f"{path}: " if path else "training config: "
-        raise SpecError(where + "; ".join(_describe(e, fields=TrainConfig.model_fields) for e in err.errors())) from None
+        raise SpecError(where + "; ".join(describe_error(e, TrainConfig) for e in err.errors())) from None
