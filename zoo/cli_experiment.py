@@ -21,6 +21,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from zoo.experiment.runner import run_grid
 
     experiment = load_experiment(args.experiment)
+    experiment.check_data()
     runs = Path(args.runs) if args.runs else Path("runs") / experiment.name
     results = run_grid(experiment, runs, executor=args.executor, workers=args.workers, address=args.address,
                        threads=args.threads, console=errors, live=not args.no_live)

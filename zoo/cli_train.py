@@ -11,7 +11,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from zoo.config_io import parse_assignments
-from zoo.data import TaskConfig, load_task
+from zoo.data import TaskConfig, check_files, load_task
 from zoo.decode import DecodeConfig
 from zoo.spec import load_spec
 from zoo.train import Trainer, check_fits, fit_to_task, load_run, load_train_config, save_evaluation
@@ -38,6 +38,7 @@ def prepare(args: argparse.Namespace):
     spec = load_spec(args.spec, parse_assignments(args.set))
     task_config = TaskConfig(**task_options)
     check_fits(spec, task_config)  # before the data is read and a tokenizer trained
+    check_files(task_config)
     with errors.status(f"preparing task {args.task}..."):
         task = load_task(task_config, pad_id=spec.pad_id)
     return fit_to_task(spec, task), task, config

@@ -36,8 +36,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from zoo.config_io import describe_error, read_config_file
-from zoo.data import TaskConfig
+from zoo.config_io import Count, Number, describe_error, read_config_file
+from zoo.data import TaskConfig, check_files
+from zoo.decode import MAX_RATIO
 from zoo.errors import DataError, SpecError, ZooError
 from zoo.spec import ModelSpec, load_spec
 from zoo.train import TrainConfig, check_fits
@@ -70,7 +71,7 @@ class TaskEntry(BaseModel):
     label: str | None = Field(None, description="name in reports and run directories (default: the task name)")
     options: dict[str, Any] = Field(default_factory=dict, description="TaskConfig fields")
     train: dict[str, Any] = Field(default_factory=dict, description="TrainConfig overrides for this task")
-    threshold: float | None = Field(None, description="report the steps needed to reach this metric value")
+    threshold: Number | None = Field(None, description="report the steps needed to reach this metric value")
 
     @property
     def key(self) -> str:
@@ -79,10 +80,10 @@ class TaskEntry(BaseModel):
 
 class DecodeSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    beam: int = Field(1, gt=0)
-    alpha: float = Field(0.6, ge=0)
-    max_ratio: float = Field(1.5, gt=0)
-    max_extra: int = Field(10, ge=0)
+    beam: Count = Field(1, gt=0)
+    alpha: Number = Field(0.6, ge=0)
+    max_ratio: Number = Field(1.5, gt=0, le=MAX_RATIO)
+    max_extra: Count = Field(10, ge=0)
 
 
 class Finding(BaseModel):
@@ -160,6 +161,14 @@ class Experiment:
         if self.config.data_dir and "data_dir" not in options:
             options["data_dir"] = str((self.path.parent / self.config.data_dir).resolve())
         return TaskConfig(name=task.name, **options)
+
+    def check_data(self) -> None:
+        """Every task's corpus files exist (not read): `zoo run` fails at once, not in the grid's first text cell."""
+        for i, task in enumerate(self.config.tasks):
+            try:
+                check_files(self.task_config(task))
+            except DataError as err:
+                raise ExperimentError(f"{self.path}: tasks[{i}] ({task.name}): {err}") from None
 
     def grid(self) -> list[tuple[str, TaskEntry, int]]:
         return [(v.label, t, s) for t in self.config.tasks for v in self.config.variants for s in self.config.seeds]
