@@ -114,3 +114,46 @@ def test_killed_between_final_checkpoint_and_summary_resumes_with_the_same_final
     summary = Trainer(spec, task, TrainConfig(**CONFIG), run_dir, resume=True, progress=False).run()
     assert summary["final"] is not None and summary["final"] == expected["final"]
     assert summary["steps"] == expected["steps"]
+
+
+def test_non_utf8_stdin_to_translate_is_one_line(trained, tmp_path, capsys, monkeypatch):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"5 6 7\n8 \xff 9\n")))
+    code, err = cli(capsys, "translate", str(trained[2]))
+    assert code == 2 and "stdin: line 2: not valid UTF-8" in err and len(err.strip().splitlines()) == 1
+
+
+def test_translate_reads_lines_as_before(trained, capsys, monkeypatch):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"5 6 7\r\n8 9 10\n")))
+    assert main(["translate", str(trained[2]), "--beam", "1"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+def test_evaluate_on_a_read_only_run_prints_metrics_then_one_line(trained, tmp_path, capsys, monkeypatch):
+    run_dir = copy_run(trained, tmp_path)
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("zoo.cli_train.save_evaluation", refuse)  # chmod is no obstacle when tests run as root
+    code = main(["evaluate", str(run_dir), "--limit", "5"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "exact_match" in out
+    assert "could not save eval-test-beam1-first5.json (Permission denied)" in err and len(err.strip().splitlines()) == 1
+
+
+def test_atomic_writes_follow_the_umask(tmp_path):
+    import os
+
+    from zoo.atomic import _MODE, write_text_atomic
+
+    write_text_atomic(tmp_path / "f.txt", "x")
+    assert (tmp_path / "f.txt").stat().st_mode & 0o777 == _MODE
+    current = os.umask(0o022)
+    os.umask(current)
+    assert _MODE == 0o666 & ~current

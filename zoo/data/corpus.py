@@ -49,6 +49,15 @@ class TextFile:
     sha256: str
 
 
+def decode_utf8(data: bytes, where: str, rule: str) -> str:
+    """`data` as text, or a DataError naming `where` and the line of the first invalid byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise DataError(f"{where}: line {line}: not valid UTF-8 ({err.reason}); {rule}") from None
+
+
 def read_text_file(path: Path) -> TextFile:
     """The stripped lines of a UTF-8 file; DataError if it is missing, unreadable, empty or not UTF-8."""
     try:
@@ -57,12 +66,7 @@ def read_text_file(path: Path) -> TextFile:
         raise DataError(f"{path}: missing; each language needs train, valid and test files ({LAYOUT})") from None
     except OSError as err:
         raise DataError(f"{path}: cannot read ({err.strerror})") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise DataError(f"{path}: line {line}: not valid UTF-8 ({err.reason}); corpus files must be UTF-8") from None
-    text = text.removeprefix("\ufeff")
+    text = decode_utf8(data, str(path), "corpus files must be UTF-8").removeprefix("\ufeff")
     if not text.strip():
         raise DataError(f"{path}: empty file; expected one sentence per line")
     lines = text.split("\n")
