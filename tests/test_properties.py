@@ -4,6 +4,7 @@ success or a ZooError with a one-line message (CLI: exit 2, one stderr line, no 
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 
 import pytest
@@ -68,7 +69,7 @@ def toml_value(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return "nan" if value != value else {float("inf"): "inf", float("-inf"): "-inf"}.get(value, repr(value))
+        return "nan" if math.isnan(value) else {float("inf"): "inf", float("-inf"): "-inf"}.get(value, repr(value))
     if isinstance(value, list):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
