@@ -331,7 +331,7 @@ def test_override_through_a_value_is_refused(tiny):
 
 
 def test_parse_assignments():
-    from zoo.spec import parse_assignments
+    from zoo.config_io import parse_assignments
 
     parsed = parse_assignments(["ffn.kind=conv1d", "d_model=128", "dropout=0.1", "embedding.scale=false",
                                 "residual.dropout_on=[\"ffn\"]"])

@@ -9,8 +9,9 @@ import torch.nn.functional as F
 
 import zoo
 from zoo.data import load_task
-from zoo.train import RunError, TrainConfig, Trainer, load_run, load_train_config
 from zoo.loss import loss_sums
+from zoo.train import RunError, TrainConfig, Trainer, load_run, load_train_config
+from zoo.train import checkpoint as checkpoints
 from zoo.train.schedule import learning_rate
 
 TINY = {"d_model": 16, "n_heads": 2, "d_ff": 32, "encoder_layers": 1, "decoder_layers": 1}
@@ -101,7 +102,7 @@ def test_softmax_head_stays_finite_when_a_probability_underflows():
 
 # -- config -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("data, field", [
-    ({}, "steps"), ({"steps": 5, "schedule": "linear-decay", "minutes": 1, "steps": None}, "schedule"),
+    ({}, "steps"), ({"schedule": "linear-decay", "minutes": 1, "steps": None}, "schedule"),
     ({"steps": 5, "warmpu": 10}, "did you mean 'warmup'"), ({"steps": 0}, "steps"), ({"steps": 5, "precision": "fp8"}, "precision"),
 ])
 def test_train_config_errors_name_the_field(tmp_path, data, field):
@@ -165,7 +166,7 @@ def test_resume_from_a_checkpoint_equals_an_uninterrupted_run(tmp_path, monkeypa
 
 
 def test_divergence_is_recorded_and_stops_cleanly(tmp_path, monkeypatch):
-    import zoo.train.loop as loop
+    from zoo.train import loop
 
     calls = {"n": 0}
     real = loop.loss_sums
@@ -182,9 +183,9 @@ def test_divergence_is_recorded_and_stops_cleanly(tmp_path, monkeypatch):
     summary = Trainer(tiny_spec(task), task, quick_config(), tmp_path / "run", progress=False).run()
     assert summary["status"] == "diverged" and summary["reason"].startswith("diverged at step 5")
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "diverged"
-    checkpoint = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)
-    assert checkpoint["position"]["step"] == 4  # the last good state, not the NaN one
-    assert all(torch.isfinite(t).all() for t in checkpoint["model"].values())
+    checkpoint = checkpoints.load(tmp_path / "run" / checkpoints.FILE)
+    assert checkpoint.position["step"] == 4  # the last good state, not the NaN one
+    assert all(torch.isfinite(t).all() for t in checkpoint.model.values())
 
 
 def test_run_directories_are_never_overwritten_or_mixed(tmp_path):
@@ -205,7 +206,7 @@ def test_load_run_restores_the_trained_model(tmp_path):
     spec = tiny_spec(task)
     Trainer(spec, task, quick_config(steps=3), tmp_path / "run", progress=False).run()
     model, loaded_task, config = load_run(tmp_path / "run")
-    saved = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["model"]
+    saved = checkpoints.load(tmp_path / "run" / checkpoints.FILE).model
     assert all(torch.equal(model.state_dict()[k], v) for k, v in saved.items())
     assert loaded_task.src_vocab == task.src_vocab and config.steps == 3
     assert model.spec.digest() == spec.digest()

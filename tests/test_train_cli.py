@@ -35,7 +35,7 @@ def test_kill_minus_nine_then_resume_gives_the_uninterrupted_numbers(tmp_path):
     deadline = time.time() + 120
     while time.time() < deadline:  # kill once a checkpoint exists and the run has gone past it
         log = killed / "metrics.jsonl"
-        if (killed / "checkpoint.pt").exists() and log.exists() and log.read_text().count("\n") > 35:
+        if (killed / "checkpoint.safetensors").exists() and log.exists() and log.read_text().count("\n") > 35:
             break
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
@@ -57,7 +57,7 @@ def test_train_translate_evaluate(tmp_path):
     trained = subprocess.run(TRAIN + ["--train", "steps=30", "--out", str(run_dir)], env=ENV, capture_output=True, text=True)
     assert trained.returncode == 0, trained.stderr
     assert "complete after" in trained.stdout
-    for name in ("spec.json", "train.json", "metrics.jsonl", "checkpoint.pt", "summary.json", "task/task.json"):
+    for name in ("spec.json", "train.json", "metrics.jsonl", "checkpoint.safetensors", "summary.json", "task/task.json"):
         assert (run_dir / name).exists(), name
 
     translated = subprocess.run([sys.executable, "-m", "zoo", "translate", str(run_dir), "--beam", "2"],

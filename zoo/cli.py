@@ -8,7 +8,8 @@ import fnmatch
 import json
 import os
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.panel import Panel
@@ -16,11 +17,12 @@ from rich.table import Table
 
 from zoo import __version__
 from zoo.build import build
+from zoo.config_io import parse_assignments
 from zoo.equivalence import equivalence
 from zoo.errors import ZooError
 from zoo.presets import preset_names
 from zoo.registry import registry
-from zoo.spec import ModelSpec, load_spec, parse_assignments
+from zoo.spec import ModelSpec, load_spec
 from zoo.summary import diff, flatten, parameter_breakdown
 
 console = Console()

@@ -30,6 +30,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from zoo.experiment.runner import run_grid
 
     experiment = load_experiment(args.experiment)
+    experiment.check_data()
     runs, out = _places(args, experiment)
     results = run_grid(experiment, runs, out / RECORDS, executor=args.executor, workers=args.workers,
                        address=args.address, threads=args.threads, console=errors, live=not args.no_live)
@@ -62,7 +63,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from zoo.report import ReportError, build_report
     from zoo.report.tables import comparison_rows, outcome_rows
 
-    experiment = load_experiment(args.experiment, check_data=False)
+    experiment = load_experiment(args.experiment)
     _, out = _places(args, experiment)
     records = out / RECORDS
     if not records.is_dir():

@@ -10,9 +10,12 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from zoo.data import TaskConfig, load_task
+from zoo.config_io import parse_assignments
+from zoo.data import TaskConfig, check_files, load_task
+from zoo.data.corpus import decode_utf8
 from zoo.decode import DecodeConfig
-from zoo.spec import load_spec, parse_assignments
+from zoo.errors import RunError
+from zoo.spec import load_spec
 from zoo.train import Trainer, check_fits, fit_to_task, load_run, load_train_config, save_evaluation
 
 console = Console()
@@ -37,6 +40,7 @@ def prepare(args: argparse.Namespace):
     spec = load_spec(args.spec, parse_assignments(args.set))
     task_config = TaskConfig(**task_options)
     check_fits(spec, task_config)  # before the data is read and a tokenizer trained
+    check_files(task_config)
     with errors.status(f"preparing task {args.task}..."):
         task = load_task(task_config, pad_id=spec.pad_id)
     return fit_to_task(spec, task), task, config
@@ -66,7 +70,10 @@ def cmd_translate(args: argparse.Namespace) -> int:
     from zoo.evaluate import translate
 
     model, task, _ = load_run(args.run_dir)
-    lines = [line.rstrip("\n") for line in sys.stdin]
+    text = decode_utf8(sys.stdin.buffer.read(), "stdin", "zoo translate reads UTF-8 text, one sentence per line")
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    if lines[-1] == "":  # the final newline ends the last line; it does not start another
+        lines.pop()
     outputs = translate(model, task, [task.encode_source(line) for line in lines], _decode_config(args))
     for line in outputs:
         print(line)
@@ -83,8 +90,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         metrics, hypotheses = evaluate(model, task, args.split, _decode_config(args), limit=args.limit,
                                        progress=lambda n: bar.advance(progress, n))
     name = f"eval-{args.split}-beam{args.beam}" + (f"-first{args.limit}" if args.limit else "")
-    save_evaluation(Path(args.run_dir), name, metrics, hypotheses)
-    console.print(_metrics_table(f"{args.run_dir} on {args.split} -> {name}.json", metrics))
+    console.print(_metrics_table(f"{args.run_dir} on {args.split} -> {name}.json", metrics))  # before saving: a
+    try:  # read-only run directory must not cost the decoding just finished
+        save_evaluation(Path(args.run_dir), name, metrics, hypotheses)
+    except OSError as err:
+        raise RunError(f"{args.run_dir}: could not save {name}.json ({err.strerror or err}); "
+                       "the metrics printed above are the only copy") from None
     return 0
 
 

@@ -3,19 +3,25 @@
 With `use_cache=True` each step runs the decoder on the newest position only (`Seq2Seq.decode_step`);
 without it, each step re-runs the decoder over the whole prefix. Both give the same tokens.
 
-Output length is limited per sentence to `max_ratio * source_length + max_extra` tokens (EOS excluded).
+Output length is limited per sentence to `max_ratio * source_length + max_extra` tokens (EOS excluded),
+and never beyond the positions the decoder's positional table covers.
 Hypotheses are returned as token ids without BOS and EOS.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 
+from zoo.errors import ZooError
 from zoo.model import DecodeState, Seq2Seq
 
 Tensor = torch.Tensor
+
+
+MAX_RATIO = 10.0  # no translation is ten times its source; a larger ratio only lets a broken model babble
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,25 @@ class DecodeConfig:
     max_ratio: float = 1.5
     max_extra: int = 10
     use_cache: bool = True
+
+    def __post_init__(self) -> None:
+        """Checked here, so `zoo translate --max-ratio nan` is one line, not a tensor of garbage lengths."""
+        checks = {"beam": (self.beam, "an integer >= 1", lambda v: _integer(v) and v >= 1),
+                  "alpha": (self.alpha, "a finite number >= 0", lambda v: _finite(v) and v >= 0),
+                  "max_ratio": (self.max_ratio, f"a finite number in [0, {MAX_RATIO:g}]",
+                                lambda v: _finite(v) and 0 <= v <= MAX_RATIO),
+                  "max_extra": (self.max_extra, "an integer >= 0", lambda v: _integer(v) and v >= 0)}
+        for name, (value, allowed, ok) in checks.items():
+            if not ok(value):
+                raise ZooError(f"{name}: {value!r} is not allowed; expected {allowed}")
+
+
+def _integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class _Stepper:
@@ -48,16 +73,20 @@ class _Stepper:
             self.state.reorder(index)
 
 
-def _limits(src: Tensor, pad: int, config: DecodeConfig) -> Tensor:
-    lengths = src.ne(pad).sum(dim=1)  # (B,)
-    return (lengths.float() * config.max_ratio).long() + config.max_extra
+def _limits(model: Seq2Seq, src: Tensor, config: DecodeConfig) -> Tensor:
+    """Output tokens allowed per sentence (B,): the ratio limit, clamped to what the decoder's positional
+    table can represent (the prefix holds BOS plus the tokens so far, one position each)."""
+    lengths = src.ne(model.pad_id).sum(dim=1)  # (B,)
+    limits = (lengths.float() * config.max_ratio).long() + config.max_extra
+    table = getattr(model.spec.positional, "max_len", None)
+    return limits if table is None else limits.clamp(max=table - 1)
 
 
 @torch.no_grad()
 def greedy(model: Seq2Seq, src: Tensor, bos: int, eos: int, config: DecodeConfig = DecodeConfig()) -> list[list[int]]:
     """Most probable next token at each step, for a batch of sources (B, S)."""
     batch = src.size(0)
-    limits = _limits(src, model.pad_id, config)
+    limits = _limits(model, src, config)
     step = _Stepper(model, model.encode(src), src, config.use_cache)
     prefix = torch.full((batch, 1), bos, dtype=torch.long, device=src.device)
     done = torch.zeros(batch, dtype=torch.bool, device=src.device)
@@ -91,7 +120,7 @@ def beam_search(model: Seq2Seq, src: Tensor, bos: int, eos: int, config: DecodeC
     With beam 1 this is greedy decoding.
     """
     beam, batch, device = config.beam, src.size(0), src.device
-    limits = _limits(src, model.pad_id, config).tolist()
+    limits = _limits(model, src, config).tolist()
     rows = torch.arange(batch, device=device).repeat_interleave(beam)  # (B * K,) source row of each beam
     step = _Stepper(model, model.encode(src).index_select(0, rows), src.index_select(0, rows), config.use_cache)
     prefix = torch.full((batch * beam, 1), bos, dtype=torch.long, device=device)

@@ -34,3 +34,7 @@ class NotExpressible(ZooError):
 
 class DataError(ZooError, ValueError):
     """A task name, task setting or data file is invalid; the message names the file or field and what is allowed."""
+
+
+class RunError(ZooError):
+    """A run directory is missing, incomplete, or belongs to another spec/config; or its checkpoint is unreadable."""

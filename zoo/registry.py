@@ -108,7 +108,7 @@ class Registry:
         entries = self._entries[self.slot(slot).name]
         try:
             return entries[name]
-        except KeyError:
+        except (KeyError, TypeError):  # TypeError: a list or table where a name belongs
             key = self._slots[slot].key
             raise RegistryError(
                 f"{slot}.{key}: unknown {slot} {name!r}; valid: {', '.join(sorted(entries))}"

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo.atomic import TEMP_SUFFIX, write_atomic
-from zoo.errors import ZooError
+from zoo.errors import RunError
 
 DEFINITION = "definition.json"
 SPEC = "spec.json"
@@ -36,10 +36,6 @@ FAILED = "failed.json"
 TEST = "test"  # the evaluation the runner makes: test.hyp + test.json
 
 STATES = ("pending", "started", "evaluating", "complete", "diverged", "failed")
-
-
-class RunError(ZooError):
-    """A run directory is missing, incomplete, corrupt, or belongs to another spec/config."""
 
 
 def atomic_write(path: Path, data: bytes | str) -> None:

@@ -7,18 +7,16 @@ model. Components registered after import are picked up: nothing here lists them
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any
 
-import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsAny, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from zoo import components  # noqa: F401  (registers every built-in component)
+from zoo.config_io import describe_error, read_config_file
 from zoo.errors import IncompatibleComponents, RegistryError, SpecError
 from zoo.registry import SlotParams, registry
 
@@ -43,7 +41,7 @@ def _slot_validator(slot: str):
         try:
             return entry.config.model_validate({**value, key: name})
         except ValidationError as err:
-            message = "; ".join(_describe(e, prefix=(slot,), fields=entry.config.model_fields) for e in err.errors())
+            message = "; ".join(describe_error(e, entry.config, prefix=(slot,)) for e in err.errors())
             raise PydanticCustomError("zoo_slot", message.replace("{", "{{").replace("}", "}}")) from None
 
     return validate
@@ -82,7 +80,7 @@ class ModelSpec(BaseModel):
     init: _slot_field("init") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
 
     @model_validator(mode="after")
-    def _consistent(self) -> "ModelSpec":
+    def _consistent(self) -> ModelSpec:
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model: {self.d_model} is not divisible by n_heads = {self.n_heads}")
         sharing = self.embedding.sharing
@@ -113,7 +111,7 @@ class ModelSpec(BaseModel):
         payload = self.model_dump(mode="json", exclude={"name", "description", "notes"})
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
-    def with_overrides(self, overrides: dict[str, Any]) -> "ModelSpec":
+    def with_overrides(self, overrides: dict[str, Any]) -> ModelSpec:
         return validate_spec(apply_overrides(self.model_dump(mode="json"), overrides), source=self.name)
 
     @classmethod
@@ -147,26 +145,9 @@ def check_compatible(spec: ModelSpec) -> None:
 
 
 # -- errors ----------------------------------------------------------------------------------------
-def _describe(error: dict[str, Any], prefix: tuple = (), fields: dict[str, Any] | None = None) -> str:
-    loc = ".".join(str(p) for p in (*prefix, *error["loc"]))
-    if error["type"] == "zoo_slot":
-        return error["msg"]
-    if error["type"] == "extra_forbidden":
-        name = str(error["loc"][-1])
-        close = difflib.get_close_matches(name, list(fields or {}), n=1, cutoff=0.6)
-        hint = f"; did you mean {'.'.join(str(p) for p in (*prefix, *error['loc'][:-1], close[0]))!r}?" if close else ""
-        valid = ", ".join(sorted(fields or {}))
-        return f"{loc}: unknown key{hint} (valid keys: {valid})"
-    message = error["msg"]
-    if message.startswith("Value error, "):
-        message = message[len("Value error, ") :]
-        return message if message.split(":")[0].strip() else f"{loc}: {message}"
-    return f"{loc}: {message} (got {error.get('input')!r})" if loc else message
-
-
 def format_validation_error(err: ValidationError, source: str = "") -> str:
     where = f"{source}: " if source else ""
-    return where + "; ".join(_describe(e, fields=ModelSpec.model_fields) for e in err.errors())
+    return where + "; ".join(describe_error(e, ModelSpec) for e in err.errors())
 
 
 def validate_spec(data: dict[str, Any], source: str = "") -> ModelSpec:
@@ -176,48 +157,6 @@ def validate_spec(data: dict[str, Any], source: str = "") -> ModelSpec:
         causes = [e.get("ctx", {}).get("error") for e in err.errors()]
         kind = IncompatibleComponents if any(isinstance(c, IncompatibleComponents) for c in causes) else SpecError
         raise kind(format_validation_error(err, source)) from None
-
-
-# -- reading ---------------------------------------------------------------------------------------
-def read_config_file(path: Path) -> dict[str, Any]:
-    """Parse a TOML, YAML or JSON file (spec, training config or experiment) into a dict, not yet validated."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise SpecError(f"{path}: cannot read the file ({err.strerror})") from None
-    try:
-        if path.suffix == ".toml":
-            data = tomllib.loads(text)
-        elif path.suffix in (".yaml", ".yml"):
-            data = yaml.safe_load(text)
-        elif path.suffix == ".json":
-            data = json.loads(text)
-        else:
-            raise SpecError(f"{path}: unknown file format {path.suffix!r}; use .toml, .yaml, .yml or .json")
-    except (tomllib.TOMLDecodeError, yaml.YAMLError, json.JSONDecodeError) as err:
-        raise SpecError(f"{path}: not valid {path.suffix.lstrip('.').upper()}: {err}") from None
-    if not isinstance(data, dict):
-        raise SpecError(f"{path}: the file must hold a table of fields, not {type(data).__name__}")
-    return data
-
-
-def parse_value(text: str) -> Any:
-    """A CLI override value: TOML scalar or array syntax (1, 0.1, true, "x", [..]) or a bare string."""
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
-
-
-def parse_assignments(items: list[str] | None) -> dict[str, Any]:
-    """['ffn.kind=conv1d', 'd_model=128'] -> {'ffn.kind': 'conv1d', 'd_model': 128}."""
-    overrides: dict[str, Any] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise SpecError(f"--set {item!r}: expected KEY=VALUE, e.g. --set ffn.kind=conv1d")
-        overrides[key.strip()] = parse_value(value.strip())
-    return overrides
 
 
 def _is_switch(dotted: str) -> bool:

@@ -13,10 +13,11 @@ text.py + corpus.py + tokenizer.py (parallel text), batching.py (token_batches, 
 
 from zoo.data.batching import collate, token_batches
 from zoo.data.config import TaskConfig
+from zoo.data.corpus import check_files
 from zoo.data.synthetic import SyntheticTask
 from zoo.data.task import Specials, Task, load_task
 from zoo.data.text import TextTask
 from zoo.errors import DataError
 
-__all__ = ["DataError", "Specials", "SyntheticTask", "Task", "TaskConfig", "TextTask", "collate", "load_task",
-           "token_batches"]
+__all__ = ["DataError", "Specials", "SyntheticTask", "Task", "TaskConfig", "TextTask", "check_files", "collate",
+           "load_task", "token_batches"]

@@ -14,6 +14,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from zoo.config_io import describe_error
 from zoo.errors import DataError
 
 SYNTHETIC = ("copy", "reverse", "sort", "long-copy")
@@ -70,6 +71,11 @@ class TaskConfig(BaseModel):
     joint: bool = Field(True, description="one tokenizer for both languages (needed when src/tgt embeddings are tied)")
     lowercase: bool = Field(False, description="NFD + strip accents + lowercase (writeup 003's word-level setting)")
     max_tokens_per_sentence: int = Field(256, ge=1, strict=True, description="longer training pairs are dropped")
+    long_sentences: Literal["error", "truncate", "skip"] = Field(
+        "error", description="a sentence of any split with more tokens than the model's positional table covers "
+        "(positional.max_len - 1: one position goes to eos or bos): 'error' names its file and line; 'truncate' "
+        "keeps its first tokens (the reference text is still scored whole); 'skip' drops the pair from that split. "
+        "The task records how many sentences of each split were truncated or skipped")
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -84,10 +90,23 @@ class TaskConfig(BaseModel):
         return name
 
     @model_validator(mode="after")
-    def _lengths(self) -> "TaskConfig":
+    def _lengths(self) -> TaskConfig:
         if self.max_len < self.min_len:
             raise ValueError(f"max_len: {self.max_len} is shorter than min_len = {self.min_len}")
+        if self.kind == "synthetic":
+            low, high = self.sequence_lengths()
+            needed = self.valid_size + self.test_size
+            if _distinct_sequences(self.symbols, low, high, above=needed) <= needed:
+                raise ValueError(
+                    f"symbols: {self.symbols} with lengths {low}..{high} gives too few distinct sequences for held-out "
+                    f"splits that never meet training (needs more than valid_size + test_size = {needed}); "
+                    "raise symbols or max_len, or lower valid_size/test_size")
         return self
+
+    def sequence_lengths(self) -> tuple[int, int]:
+        """Shortest and longest synthetic sequence: long-copy doubles min_len and max_len."""
+        scale = 2 if self.name == "long-copy" else 1
+        return scale * self.min_len, scale * self.max_len
 
     @property
     def parsed(self) -> TaskName:
@@ -98,23 +117,22 @@ class TaskConfig(BaseModel):
         return self.parsed.kind
 
 
+def _distinct_sequences(symbols: int, low: int, high: int, above: int) -> int:
+    """How many sequences of lengths low..high over `symbols` symbols exist, counted until it exceeds `above`."""
+    if symbols == 1:
+        return high - low + 1
+    total = 0
+    for length in range(low, high + 1):
+        total += symbols**length
+        if total > above:
+            break
+    return total
+
+
 def format_errors(err: ValidationError, data: dict[str, Any]) -> str:
-    """One line per problem: 'task NAME: field: what is wrong (got value)'."""
+    """One line: 'task NAME: field: what is wrong (got value); ...'."""
     where = f"task {data.get('name')!r}: " if isinstance(data.get("name"), str) else "task: "
-    parts = []
-    for error in err.errors():
-        loc = ".".join(str(p) for p in error["loc"])
-        if error["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(loc, list(TaskConfig.model_fields), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            parts.append(f"{loc}: unknown key{hint} (valid keys: {', '.join(TaskConfig.model_fields)})")
-            continue
-        message = error["msg"].removeprefix("Value error, ")
-        if message.split(":")[0] in TaskConfig.model_fields:  # our own validators already name the field
-            parts.append(message)
-        else:
-            parts.append(f"{loc}: {message} (got {error.get('input')!r})" if loc else message)
-    return where + "; ".join(parts)
+    return where + "; ".join(describe_error(e, TaskConfig) for e in err.errors())
 
 
 def make_config(config: TaskConfig | str | dict[str, Any], overrides: dict[str, Any] | None = None) -> TaskConfig:

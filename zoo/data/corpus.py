@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from zoo.data.config import TaskConfig
 from zoo.data.task import SPLITS
 from zoo.errors import DataError
 
@@ -48,6 +49,15 @@ class TextFile:
     sha256: str
 
 
+def decode_utf8(data: bytes, where: str, rule: str) -> str:
+    """`data` as text, or a DataError naming `where` and the line of the first invalid byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise DataError(f"{where}: line {line}: not valid UTF-8 ({err.reason}); {rule}") from None
+
+
 def read_text_file(path: Path) -> TextFile:
     """The stripped lines of a UTF-8 file; DataError if it is missing, unreadable, empty or not UTF-8."""
     try:
@@ -56,12 +66,7 @@ def read_text_file(path: Path) -> TextFile:
         raise DataError(f"{path}: missing; each language needs train, valid and test files ({LAYOUT})") from None
     except OSError as err:
         raise DataError(f"{path}: cannot read ({err.strerror})") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise DataError(f"{path}: line {line}: not valid UTF-8 ({err.reason}); corpus files must be UTF-8") from None
-    text = text.removeprefix("\ufeff")
+    text = decode_utf8(data, str(path), "corpus files must be UTF-8").removeprefix("\ufeff")
     if not text.strip():
         raise DataError(f"{path}: empty file; expected one sentence per line")
     lines = text.split("\n")
@@ -84,6 +89,31 @@ def languages(folder: Path) -> list[str]:
     return sorted({p.suffix[1:] for p in folder.iterdir() if p.is_file() and p.stem in SPLITS and p.suffix[1:]})
 
 
+def check_corpus_files(data_dir: Path, corpus: str, src: str, tgt: str) -> Path:
+    """The corpus folder, once every file the task will read is known to exist; nothing is read, so
+    `zoo train` and experiment validation fail in a moment on a missing corpus, not after a tokenizer
+    is trained or half a grid has run."""
+    folder = corpus_folder(data_dir, corpus)
+    found = languages(folder)
+    for role, lang in (("source", src), ("target", tgt)):
+        if lang not in found:
+            raise DataError(f"{folder}: no {role} language {lang!r} (no {{train,valid,test}}.{lang} files; "
+                            f"languages found: {', '.join(found) or 'none'})")
+        for split in SPLITS:
+            if not (folder / f"{split}.{lang}").is_file():
+                raise DataError(f"{folder / f'{split}.{lang}'}: missing; each language needs train, valid and test "
+                                f"files ({LAYOUT})")
+    return folder
+
+
+def check_files(config: TaskConfig) -> None:
+    """A text task's corpus folder and six files exist (nothing is read); a synthetic task needs none.
+    For `zoo train` and `zoo run` before anything trains; not for `zoo report`, which needs no data."""
+    if config.kind == "text":
+        name = config.parsed
+        check_corpus_files(resolve_data_dir(config.data_dir), name.corpus, name.src, name.tgt)
+
+
 @dataclass(frozen=True)
 class ParallelSplit:
     src: TextFile
@@ -92,14 +122,7 @@ class ParallelSplit:
 
 def read_corpus(data_dir: Path, corpus: str, src: str, tgt: str) -> dict[str, ParallelSplit]:
     """Every split of `corpus` in direction src -> tgt, checked for alignment."""
-    folder = corpus_folder(data_dir, corpus)
-    found = languages(folder)
-    for role, lang in (("source", src), ("target", tgt)):
-        if lang not in found:
-            raise DataError(
-                f"{folder}: no {role} language {lang!r} (no {{train,valid,test}}.{lang} files; "
-                f"languages found: {', '.join(found) or 'none'})"
-            )
+    folder = check_corpus_files(data_dir, corpus, src, tgt)
     splits = {}
     for split in SPLITS:
         pair = ParallelSplit(read_text_file(folder / f"{split}.{src}"), read_text_file(folder / f"{split}.{tgt}"))

@@ -43,22 +43,18 @@ class SyntheticTask(Task):
         self._sources: dict[str, list[tuple[int, ...]]] | None = None  # drawn on first use
 
     @classmethod
-    def _create(cls, config: TaskConfig, specials: Specials, cache_dir: Path | None) -> "SyntheticTask":
+    def _create(cls, config: TaskConfig, specials: Specials, cache_dir: Path | None) -> SyntheticTask:
         return cls(config, specials)
 
     @classmethod
-    def _restore(cls, config: TaskConfig, specials: Specials, folder: Path, state: dict[str, Any]) -> "SyntheticTask":
+    def _restore(cls, config: TaskConfig, specials: Specials, folder: Path, state: dict[str, Any]) -> SyntheticTask:
         return cls(config, specials)
 
     # -- generation ------------------------------------------------------------------------------
-    def _lengths(self) -> tuple[int, int]:
-        scale = 2 if self.config.name == "long-copy" else 1
-        return scale * self.config.min_len, scale * self.config.max_len
-
     def _draw(self, split: str, count: int, exclude: set[tuple[int, ...]]) -> list[tuple[int, ...]]:
         """`count` random sequences not in `exclude`, from a generator seeded by (seed, split) alone."""
         rng = random.Random(f"zoo-synthetic:{self.config.seed}:{split}")  # str seeds hash with sha512: stable
-        low, high = self._lengths()
+        low, high = self.config.sequence_lengths()
         drawn: list[tuple[int, ...]] = []
         for _ in range(100 * count + 10_000):
             seq = tuple(rng.choices(self.symbol_ids, k=rng.randint(low, high)))

@@ -43,7 +43,7 @@ class Specials:
     eos: int
 
     @classmethod
-    def for_pad(cls, pad_id: int) -> "Specials":
+    def for_pad(cls, pad_id: int) -> Specials:
         if isinstance(pad_id, bool) or not isinstance(pad_id, int) or pad_id < 0:
             raise DataError(f"pad_id: expected a non-negative integer (the model spec's pad_id), got {pad_id!r}")
         free = (i for i in itertools.count() if i != pad_id)
@@ -60,7 +60,7 @@ class Task:
 
     kind: ClassVar[Literal["synthetic", "text"]]
     metric: ClassVar[Literal["bleu", "exact"]]
-    _kinds: ClassVar[dict[str, type["Task"]]] = {}
+    _kinds: ClassVar[dict[str, type[Task]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -72,6 +72,8 @@ class Task:
         self.specials = specials
         self.src_vocab = src_vocab  # sizes including the special ids
         self.tgt_vocab = tgt_vocab
+        self.positions: int | None = None  # the model's positional table length, once limit_lengths is called
+        self.shortened: dict[str, int] = {}  # per split: sentences truncated or skipped (config.long_sentences)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.config.name!r}, src_vocab={self.src_vocab}, "
@@ -99,7 +101,7 @@ class Task:
         raise NotImplementedError
 
     @classmethod
-    def _create(cls, config: TaskConfig, specials: Specials, cache_dir: Path | None) -> "Task":
+    def _create(cls, config: TaskConfig, specials: Specials, cache_dir: Path | None) -> Task:
         raise NotImplementedError
 
     def _save_files(self, folder: Path) -> dict[str, Any]:
@@ -107,7 +109,7 @@ class Task:
         return {}
 
     @classmethod
-    def _restore(cls, config: TaskConfig, specials: Specials, folder: Path, state: dict[str, Any]) -> "Task":
+    def _restore(cls, config: TaskConfig, specials: Specials, folder: Path, state: dict[str, Any]) -> Task:
         raise NotImplementedError
 
     # -- shared helpers --------------------------------------------------------------------------
@@ -124,6 +126,14 @@ class Task:
             ids = ids[: ids.index(self.specials.eos)]
         return [i for i in ids if i not in (self.specials.bos, self.specials.pad)]
 
+    def limit_lengths(self, positions: int | None) -> None:
+        """Fit every split to a model whose positional table has `positions` rows, now, so that a sentence
+        too long for it fails (or is truncated or skipped, per config.long_sentences) before training, not
+        at the first evaluation. None: the model has no such limit."""
+        self.positions = positions
+        for split in SPLITS:
+            self.examples(split)
+
     # -- persistence -----------------------------------------------------------------------------
     def save(self, folder: Path) -> None:
         """Write task.json (config, pad id, sizes) and the kind's own files (tokenizers) into `folder`."""
@@ -137,12 +147,14 @@ class Task:
             "pad_id": self.specials.pad,
             "src_vocab": self.src_vocab,
             "tgt_vocab": self.tgt_vocab,
+            "positions": self.positions,
+            "long_sentences": {"policy": self.config.long_sentences, "shortened": self.shortened},
             **state,
         }
         write_text_atomic(folder / TASK_FILE, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
 
     @classmethod
-    def load(cls, folder: Path) -> "Task":
+    def load(cls, folder: Path) -> Task:
         """The task saved in `folder`, without retraining; text is read lazily from the data folder."""
         path = Path(folder) / TASK_FILE
         try:
@@ -155,7 +167,9 @@ class Task:
             raise DataError(f"{path}: not a task file of format {FORMAT} with kind in {sorted(Task._kinds)}")
         config = make_config(record.get("config") or {})
         specials = Specials.for_pad(record.get("pad_id", 0))
-        return Task._kinds[record["kind"]]._restore(config, specials, Path(folder), record)
+        task = Task._kinds[record["kind"]]._restore(config, specials, Path(folder), record)
+        task.positions = record.get("positions")  # examples() applies the same length policy as in training
+        return task
 
 
 def load_task(config: TaskConfig | str, *, pad_id: int = 0, cache_dir: Path | None = None, **overrides: Any) -> Task:

@@ -7,7 +7,8 @@ reads its text only when examples, sources or references are first asked for.
 
 Training pairs with more than max_tokens_per_sentence tokens on either side are dropped, and
 sources("train") / references("train") drop the same lines, so index i means the same pair in
-all three views. valid and test are never filtered: every reference is scored.
+all three views. valid and test are not filtered by that limit (every reference is scored), only by
+the model's positional table, as `long_sentences` says (Task.limit_lengths).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from zoo.data.config import TaskConfig
 from zoo.data.corpus import ParallelSplit, read_corpus, resolve_data_dir
 from zoo.data.task import Specials, Task
 from zoo.data.tokenizer import cached_tokenizer, default_cache_dir, load_tokenizer
+from zoo.errors import DataError
 
 JOINT_FILE = "tokenizer.json"
 SIDE_FILES = {"src": "tokenizer.src.json", "tgt": "tokenizer.tgt.json"}
@@ -44,7 +46,7 @@ class TextTask(Task):
         self._views: dict[str, tuple[list[str], list[str], list[tuple[list[int], list[int]]]]] = {}
 
     @classmethod
-    def _create(cls, config: TaskConfig, specials: Specials, cache_dir: Path | None) -> "TextTask":
+    def _create(cls, config: TaskConfig, specials: Specials, cache_dir: Path | None) -> TextTask:
         name = config.parsed
         data_dir = resolve_data_dir(config.data_dir)
         corpus = read_corpus(data_dir, name.corpus, name.src, name.tgt)
@@ -72,7 +74,7 @@ class TextTask(Task):
         return {"tokenizer_files": files, "tokenizer_keys": self.tokenizer_keys, "data_dir": str(self.data_dir)}
 
     @classmethod
-    def _restore(cls, config: TaskConfig, specials: Specials, folder: Path, state: dict[str, Any]) -> "TextTask":
+    def _restore(cls, config: TaskConfig, specials: Specials, folder: Path, state: dict[str, Any]) -> TextTask:
         if config.joint:
             src = tgt = load_tokenizer(folder / JOINT_FILE, specials)
         else:
@@ -97,6 +99,7 @@ class TextTask(Task):
             if split == "train":
                 limit = self.config.max_tokens_per_sentence
                 keep = [i for i in keep if len(src_ids[i]) <= limit and len(tgt_ids[i]) <= limit]
+            keep = self._fit_positions(split, pair, keep, src_ids, tgt_ids)
             if self.config.lowercase:  # score lowercased output against lowercased references
                 normalize = self.tgt_tokenizer.normalizer.normalize_str
                 references = [normalize(line) for line in references]
@@ -107,6 +110,35 @@ class TextTask(Task):
                 [([*src_ids[i], eos], [bos, *tgt_ids[i], eos]) for i in keep],
             )
         return self._views[split]
+
+    def _fit_positions(self, split: str, pair: ParallelSplit, keep, src_ids: list[list[int]],
+                       tgt_ids: list[list[int]]) -> list[int]:
+        """Apply config.long_sentences to the lines `keep` of `split`; truncation edits the id lists in place.
+
+        A source takes tokens + eos positions and the decoder input bos + tokens, so each side may hold
+        positions - 1 tokens."""
+        keep = list(keep)
+        if self.positions is None:
+            return keep
+        limit, policy, kept, shortened = self.positions - 1, self.config.long_sentences, [], 0
+        for i in keep:
+            if len(src_ids[i]) <= limit and len(tgt_ids[i]) <= limit:
+                kept.append(i)
+                continue
+            if policy == "error":
+                path, ids = (pair.src.path, src_ids[i]) if len(src_ids[i]) > limit else (pair.tgt.path, tgt_ids[i])
+                raise DataError(f"{path}:{i + 1}: {len(ids)} tokens, longer than positional.max_len = {self.positions} "
+                                f"allows ({limit} + eos/bos); set long_sentences = \"truncate\" or \"skip\"")
+            shortened += 1
+            if policy == "truncate":
+                src_ids[i], tgt_ids[i] = src_ids[i][:limit], tgt_ids[i][:limit]
+                kept.append(i)
+        self.shortened[split] = shortened
+        return kept
+
+    def limit_lengths(self, positions: int | None) -> None:
+        self._views.clear()  # views built before the limit was known are rebuilt under it
+        super().limit_lengths(positions)
 
     def examples(self, split: str) -> list[tuple[list[int], list[int]]]:
         return list(self._split(split)[2])  # copies: a caller shuffling them must not reorder the cache

@@ -35,10 +35,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from zoo.data import TaskConfig
+from zoo.config_io import Count, Number, describe_error, read_config_file
+from zoo.data import TaskConfig, check_files
+from zoo.decode import MAX_RATIO
 from zoo.errors import DataError, SpecError, ZooError
 from zoo.experiment.store import check_name
-from zoo.spec import ModelSpec, _describe, load_spec, read_config_file
+from zoo.spec import ModelSpec, load_spec
 from zoo.train import TrainConfig, check_fits
 
 
@@ -81,14 +83,14 @@ class TaskEntry(BaseModel):
     label: str | None = Field(None, description="name in reports and run directories (default: the task name)")
     options: dict[str, Any] = Field(default_factory=dict, description="TaskConfig fields")
     train: dict[str, Any] = Field(default_factory=dict, description="TrainConfig overrides for this task")
-    threshold: float | None = Field(None, description="report the steps needed to reach this validation value "
+    threshold: Number | None = Field(None, description="report the steps needed to reach this validation value "
                                                       "of the primary metric")
     primary: Literal["bleu", "chrf", "exact_match", "token_accuracy"] | None = Field(
         None, description="the one metric verdicts are given on (default: bleu for translation, exact_match "
                           "for synthetic tasks); every other metric is descriptive")
-    margin: float | None = Field(None, gt=0, description="equivalence margin on the primary metric, in its units: "
+    margin: Number | None = Field(None, gt=0, description="equivalence margin on the primary metric, in its units: "
                                                          "a variant is 'equivalent within ±margin' only by TOST")
-    detect: float | None = Field(None, gt=0, description="the difference `zoo plan` sizes seeds for (default: "
+    detect: Number | None = Field(None, gt=0, description="the difference `zoo plan` sizes seeds for (default: "
                                                          "the margin, else 1 BLEU / 1 chrF / 5 points)")
     stall: StallSettings = Field(default_factory=StallSettings)
 
@@ -137,10 +139,10 @@ class Analysis(BaseModel):
 
 class DecodeSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    beam: int = Field(1, gt=0)
-    alpha: float = Field(0.6, ge=0)
-    max_ratio: float = Field(1.5, gt=0)
-    max_extra: int = Field(10, ge=0)
+    beam: Count = Field(1, gt=0)
+    alpha: Number = Field(0.6, ge=0)
+    max_ratio: Number = Field(1.5, gt=0, le=MAX_RATIO)
+    max_extra: Count = Field(10, ge=0)
 
 
 class Regime(BaseModel):
@@ -264,6 +266,14 @@ class Experiment:
             options["data_dir"] = str((self.path.parent / self.config.data_dir).resolve())
         return TaskConfig(name=task.name, **options)
 
+    def check_data(self) -> None:
+        """Every task's corpus files exist (not read): `zoo run` fails at once, not in the grid's first text cell."""
+        for i, task in enumerate(self.config.tasks):
+            try:
+                check_files(self.task_config(task))
+            except DataError as err:
+                raise ExperimentError(f"{self.path}: tasks[{i}] ({task.name}): {err}") from None
+
     def grid(self) -> list[tuple[str, TaskEntry, int]]:
         return [(v.label, t, s) for t in self.config.tasks for v in self.config.variants for s in self.config.seeds]
 
@@ -273,10 +283,10 @@ def _resolve_base(base: str, folder: Path) -> str:
     return str(candidate) if candidate.suffix in (".toml", ".yaml", ".yml", ".json") and candidate.exists() else base
 
 
-def load_experiment(path: str | Path, check_data: bool = True) -> Experiment:
+def load_experiment(path: str | Path) -> Experiment:
     """Read and validate an experiment file; every variant's spec, every task and every training
-    config is validated here, so an invalid grid is rejected before anything trains. `check_data`
-    False skips looking for the corpora (a report is made from records, also where the data is not)."""
+    config is validated here, so an invalid grid is rejected before anything trains. The corpora are
+    not looked for (a report is made from records, also where the data is not): `Experiment.check_data`."""
     path = Path(path)
     if not path.exists() and (Path("experiments") / f"{path}.toml").exists():
         path = Path("experiments") / f"{path}.toml"  # `zoo run quickstart`
@@ -284,7 +294,7 @@ def load_experiment(path: str | Path, check_data: bool = True) -> Experiment:
     try:
         config = ExperimentConfig.model_validate(data)
     except ValidationError as err:
-        raise ExperimentError(f"{path}: " + "; ".join(_describe(e, fields=ExperimentConfig.model_fields)
+        raise ExperimentError(f"{path}: " + "; ".join(describe_error(e, ExperimentConfig)
                                                       for e in err.errors())) from None
     specs = {}
     for i, variant in enumerate(config.variants):
@@ -303,7 +313,7 @@ def load_experiment(path: str | Path, check_data: bool = True) -> Experiment:
             raise ExperimentError(f"{path}: tasks[{i}] ({task.name}): {err}") from None
         except (DataError, ValidationError) as err:
             message = err if isinstance(err, DataError) else "; ".join(
-                _describe(e, fields=TrainConfig.model_fields) for e in err.errors())
+                describe_error(e, TrainConfig) for e in err.errors())
             raise ExperimentError(f"{path}: tasks[{i}] ({task.name}): {message}") from None
     return experiment
 

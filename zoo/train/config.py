@@ -7,46 +7,50 @@ inverse-square-root schedule with linear warmup, peak d_model^-0.5 * warmup^-0.5
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from zoo.config_io import Count, Number, describe_error, read_config_file
 from zoo.errors import SpecError
-from zoo.spec import _describe, apply_overrides, read_config_file
+from zoo.spec import apply_overrides
+
+# Adam's running-average coefficients: each in [0, 1) (torch raises a traceback otherwise).
+Beta = Annotated[Number, Field(ge=0, lt=1)]
 
 
 class TrainConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     # budget: training stops at whichever is reached first (at least one is required)
-    steps: int | None = Field(None, gt=0, description="optimizer steps")
-    epochs: float | None = Field(None, gt=0, description="passes over the training data")
-    minutes: float | None = Field(None, gt=0, description="training time, evaluation excluded, summed over resumes")
+    steps: Count | None = Field(None, gt=0, description="optimizer steps")
+    epochs: Number | None = Field(None, gt=0, description="passes over the training data")
+    minutes: Number | None = Field(None, gt=0, description="training time, evaluation excluded, summed over resumes")
 
-    batch_tokens: int = Field(4096, gt=0, description="padded tokens per batch (max(src, tgt) length x sentences)")
-    accumulate: int = Field(1, gt=0, description="batches per optimizer step (gradient accumulation)")
-    lr: float | None = Field(None, gt=0, description="peak learning rate; None = d_model^-0.5 * warmup^-0.5")
+    batch_tokens: Count = Field(4096, gt=0, description="padded tokens per batch (max(src, tgt) length x sentences)")
+    accumulate: Count = Field(1, gt=0, description="batches per optimizer step (gradient accumulation)")
+    lr: Number | None = Field(None, gt=0, description="peak learning rate; None = d_model^-0.5 * warmup^-0.5")
     schedule: Literal["inverse-sqrt", "constant", "linear-decay"] = "inverse-sqrt"
-    warmup: int = Field(4000, ge=0, description="steps of linear warmup")
-    betas: tuple[float, float] = (0.9, 0.98)
-    eps: float = Field(1e-9, gt=0)
-    weight_decay: float = Field(0.0, ge=0)
-    label_smoothing: float = Field(0.1, ge=0, lt=1)
-    clip_norm: float | None = Field(1.0, ge=0, description="clip the gradient norm (not in the paper; 0 or None = off, "
+    warmup: Count = Field(4000, ge=0, description="steps of linear warmup")
+    betas: tuple[Beta, Beta] = (0.9, 0.98)
+    eps: Number = Field(1e-9, gt=0)
+    weight_decay: Number = Field(0.0, ge=0)
+    label_smoothing: Number = Field(0.1, ge=0, lt=1)
+    clip_norm: Number | None = Field(1.0, ge=0, description="clip the gradient norm (not in the paper; 0 or None = off, "
                                                            "0 being what TOML can say)")
 
-    eval_interval: int = Field(1000, gt=0, description="steps between validation passes")
-    eval_sentences: int | None = Field(500, gt=0, description="validation sentences decoded (greedy) at each pass; None = all")
-    checkpoint_interval: int = Field(500, gt=0, description="steps between checkpoints")
-    log_interval: int = Field(10, gt=0, description="steps between metric lines")
+    eval_interval: Count = Field(1000, gt=0, description="steps between validation passes")
+    eval_sentences: Count | None = Field(500, gt=0, description="validation sentences decoded (greedy) at each pass; None = all")
+    checkpoint_interval: Count = Field(500, gt=0, description="steps between checkpoints")
+    log_interval: Count = Field(10, gt=0, description="steps between metric lines")
 
-    seed: int = 0
+    seed: Count = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"
     precision: Literal["fp32", "bf16"] = Field("fp32", description="bf16 = bfloat16 autocast (CPU and GPU)")
-    threads: int | None = Field(None, gt=0, description="torch CPU threads; None = PyTorch's default")
+    threads: Count | None = Field(None, gt=0, description="torch CPU threads; None = PyTorch's default")
 
     @model_validator(mode="after")
-    def _budget(self) -> "TrainConfig":
+    def _budget(self) -> TrainConfig:
         if self.steps is None and self.epochs is None and self.minutes is None:
             raise ValueError("steps: give a budget: steps, epochs or minutes (any combination; the first reached ends training)")
         if self.schedule == "linear-decay" and self.steps is None:
@@ -67,4 +71,4 @@ def load_train_config(path: str | Path | None = None, overrides: dict[str, Any] 
         return TrainConfig.model_validate(data), task
     except ValidationError as err:
         where = f"{path}: " if path else "training config: "
-        raise SpecError(where + "; ".join(_describe(e, fields=TrainConfig.model_fields) for e in err.errors())) from None
+        raise SpecError(where + "; ".join(describe_error(e, TrainConfig) for e in err.errors())) from None

@@ -22,11 +22,11 @@ from zoo.build import build
 from zoo.data import Task, collate, token_batches
 from zoo.decode import DecodeConfig
 from zoo.evaluate import evaluate, validation_loss
-from zoo.spec import ModelSpec
-from zoo.train.config import TrainConfig
 from zoo.loss import loss_sums
 from zoo.rundir import METRICS, SPEC, SUMMARY, TASK, TRAIN, RunError, atomic_write, read_metrics, read_table, write_json
-from zoo.train.run import save_checkpoint
+from zoo.spec import ModelSpec
+from zoo.train import checkpoint as checkpoints
+from zoo.train.config import TrainConfig
 from zoo.train.schedule import learning_rate
 
 
@@ -164,29 +164,22 @@ class Trainer:
         optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=c.betas, eps=c.eps, weight_decay=c.weight_decay)
         pos = Position()
         torch.manual_seed(c.seed)  # dropout
-        metrics_file, checkpoint_file = self.out / METRICS, self.out / "checkpoint.pt"
-        if checkpoint_file.exists():
-            state = torch.load(checkpoint_file, map_location="cpu", weights_only=False)
-            model.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
-            pos = Position(**state["position"])
-            torch.set_rng_state(state["rng"])
-            if torch.cuda.is_available() and state.get("cuda_rng") is not None:
-                torch.cuda.set_rng_state_all(state["cuda_rng"])
+        metrics_file, checkpoint_file = self.out / METRICS, self.out / checkpoints.FILE
+        found = checkpoints.find(self.out)
+        if found is not None:
+            state = checkpoints.load(found)
+            checkpoints.restore(state, model, optimizer)
+            pos = Position(**state.position)
         # Lines logged after the checkpoint are replayed identically; drop them so none is doubled.
         kept = [row for row in read_metrics(metrics_file) if row["step"] <= pos.step]
         atomic_write(metrics_file, "".join(json.dumps(row) + "\n" for row in kept))
 
         def checkpoint() -> None:
-            save_checkpoint(checkpoint_file, {
-                "model": model.state_dict(), "optimizer": optimizer.state_dict(), "position": asdict(pos),
-                "rng": torch.get_rng_state(),
-                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-                "spec_digest": self.spec.digest(),
-            })
+            checkpoints.save(checkpoint_file, model, optimizer, asdict(pos), self.spec.digest())
 
         summary: dict[str, Any] = {"status": "complete", "reason": ""}
-        last_eval: dict[str, Any] | None = None
+        # A run killed after its final checkpoint has nothing left to train: its final evaluation is the logged one.
+        last_eval = next((row for row in reversed(kept) if row.get("event") == "eval"), None)
         model.train()
         with open(metrics_file, "a") as log, self._progress() as bar:
             task_bar = bar.add_task("training", total=1000, loss="", speed="") if bar else None

@@ -3,33 +3,29 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
 import torch
 
-from zoo.atomic import write_atomic
 from zoo.build import build
 from zoo.data import Task
 from zoo.model import Seq2Seq
 from zoo.rundir import SPEC, TASK, TRAIN, RunError, read_table
 from zoo.spec import validate_spec
+from zoo.train import checkpoint
 from zoo.train.config import TrainConfig
-
-
-def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    write_atomic(path, lambda tmp: torch.save(state, tmp))
 
 
 def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[Seq2Seq, Task, TrainConfig]:
     """The trained model (weights of the last checkpoint), its task and its training config."""
     run_dir = Path(run_dir)
-    for name in (SPEC, TRAIN, "checkpoint.pt"):
+    for name in (SPEC, TRAIN):
         if not (run_dir / name).exists():
             raise RunError(f"{run_dir}: no {name}; is this a run directory written by `zoo train`?")
     spec = validate_spec(read_table(run_dir / SPEC)["spec"], source=str(run_dir / SPEC))
     config = TrainConfig.model_validate(read_table(run_dir / TRAIN))
     task = Task.load(run_dir / TASK)
+    path = checkpoint.find(run_dir)
+    if path is None:
+        raise RunError(f"{run_dir}: no {checkpoint.FILE}; is this a run directory written by `zoo train`?")
     model = build(spec, seed=config.seed)
-    checkpoint = torch.load(run_dir / "checkpoint.pt", map_location="cpu", weights_only=False)
-    model.load_state_dict(checkpoint["model"])
+    checkpoint.restore(checkpoint.load(path), model)
     return model.to(device).eval(), task, config

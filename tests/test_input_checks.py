@@ -1,0 +1,154 @@
+"""Input checks: numbers that are numbers, decode lengths the model can represent, sentences that fit the
+positional table (checked when the task is fitted, naming file and line), missing corpora found up front."""
+
+import json
+import math
+
+import pytest
+import torch
+
+import zoo
+from zoo.cli import main
+from zoo.data import DataError, Task, TaskConfig, load_task
+from zoo.decode import DecodeConfig, greedy
+from zoo.errors import SpecError, ZooError
+from zoo.experiment import load_experiment
+from zoo.train import TrainConfig, check_fits, fit_to_task, load_train_config
+from zoo.train.config import load_train_config as load_config
+
+TINY = {"d_model": 16, "n_heads": 2, "d_ff": 32, "encoder_layers": 1, "decoder_layers": 1}
+
+
+# -- numbers ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("override, field", [
+    ({"steps": True}, "steps"), ({"lr": math.inf}, "lr"), ({"lr": math.nan}, "lr"), ({"weight_decay": math.nan}, "weight_decay"),
+    ({"eps": 0.0}, "eps"), ({"eps": math.inf}, "eps"), ({"clip_norm": math.inf}, "clip_norm"),
+    ({"label_smoothing": math.nan}, "label_smoothing"), ({"betas": [2.0, 0.98]}, "betas.0"),
+    ({"betas": [0.9, 1.0]}, "betas.1"), ({"betas": [-0.1, 0.9]}, "betas.0"), ({"epochs": math.nan}, "epochs"),
+    ({"batch_tokens": False}, "batch_tokens"), ({"seed": True}, "seed"),
+])
+def test_training_numbers_must_be_finite_numbers_in_range(override, field):
+    with pytest.raises(SpecError, match=f"training config: {field}: ") as err:
+        load_train_config(None, {"steps": 3, **override})
+    assert "\n" not in str(err.value)
+
+
+def test_train_steps_true_is_one_line_exit_2(capsys, tmp_path):
+    code = main(["train", "paper-base", "--task", "copy", "--train", "steps=true", "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and "steps" in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
+
+
+def test_a_valid_config_round_trips_through_json():
+    config = TrainConfig(steps=3, epochs=2, betas=(0.9, 0.98))
+    assert TrainConfig.model_validate(json.loads(json.dumps(config.model_dump(mode="json")))) == config
+    assert load_config(None, {"steps": 3, "betas": [0.0, 0.5]})[0].betas == (0.0, 0.5)
+
+
+EXPERIMENT = 'name = "x"\n[[variants]]\nlabel = "a"\nbase = "paper-base"\n[[tasks]]\nname = "copy"\n{task}\n{decode}\n'
+
+
+@pytest.mark.parametrize("task, decode, field", [
+    ("threshold = nan", "", "tasks.0.threshold"), ("threshold = true", "", "tasks.0.threshold"),
+    ("", "[decode]\nmax_ratio = 100.0", "decode.max_ratio"), ("", "[decode]\nalpha = inf", "decode.alpha"),
+    ("", "[decode]\nbeam = true", "decode.beam"),
+])
+def test_experiment_numbers(tmp_path, task, decode, field):
+    path = tmp_path / "exp.toml"
+    path.write_text(EXPERIMENT.format(task=task, decode=decode))
+    with pytest.raises(ZooError, match=field):
+        load_experiment(path)
+
+
+@pytest.mark.parametrize("settings", [{"max_ratio": math.nan}, {"max_ratio": 1e9}, {"beam": 0}, {"alpha": math.inf},
+                                      {"max_extra": -1}, {"beam": True}])
+def test_decode_config_refuses_what_cannot_be_a_length(settings):
+    with pytest.raises(ZooError, match=next(iter(settings))):
+        DecodeConfig(**settings)
+
+
+def test_decoding_never_goes_past_the_positional_table():
+    spec = zoo.load_spec("paper-base", {**TINY, "src_vocab": 12, "tgt_vocab": 12, "positional.max_len": 8})
+    model = zoo.build(spec, seed=0).eval()
+    src = torch.tensor([[5, 6, 7, 3]])
+    out = greedy(model, src, bos=2, eos=3, config=DecodeConfig(max_ratio=10, max_extra=100))  # asks for 140 tokens
+    assert len(out[0]) <= 7
+
+
+def test_synthetic_symbols_one_is_refused_up_front():
+    with pytest.raises(DataError, match="symbols: 1 with lengths 5..20 gives too few distinct sequences"):
+        TaskConfig(name="copy", symbols=1)
+    TaskConfig(name="copy", symbols=2)  # 2^5 + ... sequences: plenty
+
+
+def test_synthetic_lengths_beyond_the_positional_table_fail_before_training():
+    spec = zoo.load_spec("paper-base", {"positional.max_len": 30})
+    with pytest.raises(DataError, match=r"up to 40 tokens need 41 positions \(with eos or bos\), more than positional.max_len = 30"):
+        check_fits(spec, TaskConfig(name="long-copy"))
+
+
+# -- long sentences ----------------------------------------------------------------------------------
+def corpus(tmp_path):
+    folder = tmp_path / "data" / "toy"
+    folder.mkdir(parents=True)
+    lines = [" ".join(["alpha", "beta", "gamma"] * (1 + i % 3)) for i in range(30)]
+    for split in ("train", "valid", "test"):
+        chosen = lines if split == "train" else lines[:6]
+        if split == "test":
+            chosen = [*chosen[:3], " ".join(["delta"] * 40), *chosen[3:]]  # line 4: 40 words
+        for lang in ("xx", "yy"):
+            (folder / f"{split}.{lang}").write_text("".join(s + "\n" for s in chosen))
+    return folder
+
+
+def toy_task(tmp_path, **options):
+    return load_task("toy:xx-yy", data_dir=corpus(tmp_path).parent, cache_dir=tmp_path / "cache", vocab_size=60,
+                     tokenizer="wordlevel", **options)
+
+
+def toy_spec(task, max_len=20):
+    return zoo.load_spec("paper-base", {**TINY, "src_vocab": task.src_vocab, "tgt_vocab": task.tgt_vocab,
+                                        "positional.max_len": max_len})
+
+
+def test_a_sentence_too_long_for_the_model_names_file_and_line(tmp_path):
+    task = toy_task(tmp_path)
+    with pytest.raises(DataError) as err:
+        fit_to_task(toy_spec(task), task)
+    assert str(err.value) == (f"{tmp_path / 'data' / 'toy' / 'test.xx'}:4: 40 tokens, longer than positional.max_len = 20 "
+                              'allows (19 + eos/bos); set long_sentences = "truncate" or "skip"')
+
+
+@pytest.mark.parametrize("policy, test_pairs, longest", [("truncate", 7, 19), ("skip", 6, 9)])
+def test_truncate_or_skip_and_the_task_records_how_many(tmp_path, policy, test_pairs, longest):
+    task = toy_task(tmp_path, long_sentences=policy)
+    fit_to_task(toy_spec(task), task)
+    examples = task.examples("test")
+    assert len(examples) == len(task.sources("test")) == len(task.references("test")) == test_pairs
+    assert max(len(src) - 1 for src, _ in examples) == longest
+    assert task.shortened == {"train": 0, "valid": 0, "test": 1}
+    task.save(tmp_path / "saved")
+    record = json.loads((tmp_path / "saved" / "task.json").read_text())
+    assert record["long_sentences"] == {"policy": policy, "shortened": {"train": 0, "valid": 0, "test": 1}}
+    restored = Task.load(tmp_path / "saved")
+    assert restored.positions == 20 and restored.examples("test") == examples
+
+
+# -- missing data ----------------------------------------------------------------------------------
+def test_a_missing_corpus_fails_zoo_run_before_anything_trains(tmp_path, capsys):
+    path = tmp_path / "exp.toml"
+    path.write_text(f'name = "x"\ndata_dir = "{tmp_path}"\n[[variants]]\nlabel = "a"\nbase = "paper-base"\n'
+                    '[[tasks]]\nname = "nothere:de-en"\n[train]\nsteps = 1\n')
+    code = main(["run", str(path), "--runs", str(tmp_path / "runs")])
+    err = capsys.readouterr().err
+    assert code == 2 and "nothere: no such corpus folder" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_missing_split_file_fails_zoo_train_before_reading(tmp_path, capsys):
+    folder = corpus(tmp_path)
+    (folder / "test.yy").unlink()
+    code = main(["train", "paper-base", "--task", "toy:xx-yy", "--data-dir", str(folder.parent), "--train", "steps=1",
+                 "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and "test.yy: missing" in err and len(err.strip().splitlines()) == 1

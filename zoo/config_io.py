@@ -1,0 +1,145 @@
+"""Reading and reporting on every config zoo takes: specs, training configs, tasks and experiments.
+
+One module so that each config reads files, parses `--set KEY=VALUE` and words validation errors
+the same way: a file that is not UTF-8, a YAML or JSON key given twice, or an unknown key in a
+nested table is one line naming the file, the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, get_args
+
+import yaml
+from pydantic import AllowInfNan, BaseModel, Strict
+
+from zoo.errors import SpecError
+
+# A number where a number is meant: not a boolean (`steps=true` would be 1), not inf or NaN.
+Count = Annotated[int, Strict()]
+Number = Annotated[float, Strict(), AllowInfNan(False)]
+
+
+# -- reading ---------------------------------------------------------------------------------------
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.safe_load keeps the last of two equal keys; a config that says two things is refused."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (list, dict)) or key in seen:
+                what = "is not a plain key" if isinstance(key, (list, dict)) else "is given twice"
+                raise yaml.constructor.ConstructorError(None, None, f"key {key!r} {what}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def _unique_json_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    for key in keys:
+        if keys.count(key) > 1:
+            raise ValueError(f"key {key!r} is given twice")
+    return dict(pairs)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Parse a TOML, YAML or JSON file (spec, training config or experiment) into a dict, not yet validated."""
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise SpecError(f"{path}: cannot read the file ({err.strerror})") from None
+    except UnicodeDecodeError as err:
+        raise SpecError(f"{path}: not UTF-8 text (byte {err.start}: {err.reason}); config files must be UTF-8") from None
+    try:
+        if path.suffix == ".toml":
+            data = tomllib.loads(text)
+        elif path.suffix in (".yaml", ".yml"):
+            data = yaml.load(text, Loader=_UniqueKeyLoader)
+        elif path.suffix == ".json":
+            data = json.loads(text, object_pairs_hook=_unique_json_keys)
+        else:
+            raise SpecError(f"{path}: unknown file format {path.suffix!r}; use .toml, .yaml, .yml or .json")
+    except (tomllib.TOMLDecodeError, yaml.YAMLError, ValueError, RecursionError) as err:
+        mark = getattr(err, "problem_mark", None)
+        if isinstance(err, yaml.MarkedYAMLError) and mark is not None:  # PyYAML's str() spans lines with a caret
+            detail = f"line {mark.line + 1}, column {mark.column + 1}: {err.problem}"
+        else:
+            detail = " ".join(str(err).split())
+        raise SpecError(f"{path}: not valid {path.suffix.lstrip('.').upper()}: {detail}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: the file must hold a table of fields, not {type(data).__name__}")
+    return data
+
+
+def parse_value(text: str) -> Any:
+    """A CLI override value: TOML scalar or array syntax (1, 0.1, true, "x", [..]) or a bare string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def parse_assignments(items: list[str] | None) -> dict[str, Any]:
+    """['ffn.kind=conv1d', 'd_model=128'] -> {'ffn.kind': 'conv1d', 'd_model': 128}."""
+    overrides: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SpecError(f"--set {item!r}: expected KEY=VALUE, e.g. --set ffn.kind=conv1d")
+        overrides[key.strip()] = parse_value(value.strip())
+    return overrides
+
+
+# -- errors ----------------------------------------------------------------------------------------
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside an annotation (Variant in list[Variant], X in X | None), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _fields_at(model: type[BaseModel] | None, path: tuple) -> dict[str, Any]:
+    """The fields of the table at `path` ('variants', 1) below `model`: what an unknown key there could be."""
+    for part in path:
+        if model is None:
+            return {}
+        if isinstance(part, int):  # a list index: same model
+            continue
+        field = model.model_fields.get(str(part))
+        model = _model_in(field.annotation) if field is not None else None
+    return dict(model.model_fields) if model is not None else {}
+
+
+def describe_error(error: dict[str, Any], model: type[BaseModel] | None = None, prefix: tuple = ()) -> str:
+    """One pydantic error as 'dotted.field: what is wrong (got value)'; an unknown key lists the keys of
+    the table it was found in (a nested one included) and suggests the closest."""
+    loc = ".".join(str(p) for p in (*prefix, *error["loc"]))
+    if error["type"] == "zoo_slot":
+        return error["msg"]
+    if error["type"] == "extra_forbidden":
+        fields = _fields_at(model, tuple(error["loc"][:-1]))
+        name = str(error["loc"][-1])
+        close = difflib.get_close_matches(name, list(fields), n=1, cutoff=0.6)
+        hint = f"; did you mean {'.'.join(str(p) for p in (*prefix, *error['loc'][:-1], close[0]))!r}?" if close else ""
+        valid = f" (valid keys: {', '.join(sorted(fields))})" if fields else ""
+        return f"{loc}: unknown key{hint}{valid}"
+    message = " ".join(str(error["msg"]).split())
+    if message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+        return message if message.split(":")[0].strip() else f"{loc}: {message}"
+    return f"{loc}: {message} (got {_short(error.get('input'))})" if loc else message
+
+
+def _short(value: Any) -> str:
+    """repr of a value, cut so that one bad field cannot turn the error into a page."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

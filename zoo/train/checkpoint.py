@@ -1,0 +1,125 @@
+"""The training checkpoint: one safetensors file that loading cannot turn into code execution.
+
+`torch.load` of a pickle runs whatever the file asks for, so a run directory copied from
+someone else (or a crafted `checkpoint.pt`) could execute code on `zoo evaluate`. Here every
+tensor (model weights, optimizer moments, RNG states as uint8) is stored with safetensors, and
+the rest (optimizer param_groups and the layout of its state, position in the data, spec digest)
+as JSON in the file's metadata. Legacy pickle checkpoints are refused, never unpickled.
+
+    tensors   model/<name>   optimizer/<param index>/<key>   rng/cpu   rng/cuda/<device>
+    metadata  {"zoo": JSON {"format", "position", "spec_digest", "param_groups", "state"}}
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+
+from zoo.atomic import write_atomic
+from zoo.errors import RunError
+
+FILE = "checkpoint.safetensors"
+LEGACY_FILE = "checkpoint.pt"  # pickled by torch.save before safetensors; refused
+FORMAT = 1
+
+
+@dataclass
+class Checkpoint:
+    path: Path
+    model: dict[str, torch.Tensor]
+    optimizer: dict[str, Any]  # as torch.optim.Optimizer.state_dict() gives it
+    position: dict[str, Any]
+    rng: torch.Tensor
+    cuda_rng: list[torch.Tensor]
+    spec_digest: str
+
+
+def find(run_dir: Path) -> Path | None:
+    """The run's checkpoint file, None if it has none; a legacy pickle is a RunError, never loaded."""
+    path, legacy = Path(run_dir) / FILE, Path(run_dir) / LEGACY_FILE
+    if path.exists():
+        return path
+    if legacy.exists():
+        raise RunError(f"{legacy}: a pickle checkpoint, which zoo refuses to load because unpickling can run "
+                       f"arbitrary code; retrain the run (checkpoints are now {FILE})")
+    return None
+
+
+def save(path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, position: dict[str, Any],
+         spec_digest: str) -> None:
+    """Write the training state to `path` atomically (a kill mid-write leaves the previous checkpoint)."""
+    tensors = {f"model/{name}": value for name, value in model.state_dict().items()}
+    state = optimizer.state_dict()
+    layout: dict[str, dict[str, Any]] = {}
+    for index, entries in state["state"].items():
+        layout[str(index)] = {}
+        for key, value in entries.items():
+            if isinstance(value, torch.Tensor):
+                tensors[f"optimizer/{index}/{key}"] = value
+                layout[str(index)][key] = None  # None marks "the tensor of that name"
+            else:
+                layout[str(index)][key] = {"value": value}
+    tensors["rng/cpu"] = torch.get_rng_state()
+    if torch.cuda.is_available():
+        tensors.update({f"rng/cuda/{i}": s for i, s in enumerate(torch.cuda.get_rng_state_all())})
+    meta = {"format": FORMAT, "position": position, "spec_digest": spec_digest,
+            "param_groups": state["param_groups"], "state": layout}
+    tensors = _unshared(tensors)
+    write_atomic(path, lambda tmp: save_file(tensors, str(tmp), metadata={"zoo": json.dumps(meta)}))
+
+
+def _unshared(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """CPU, contiguous, and a copy where storage is shared (tied embeddings): safetensors refuses aliases."""
+    seen: set[int] = set()
+    out = {}
+    for name, value in tensors.items():
+        value = value.detach().to("cpu").contiguous()
+        pointer = value.untyped_storage().data_ptr()
+        out[name] = value.clone() if pointer in seen else value
+        seen.add(pointer)
+    return out
+
+
+def load(path: Path) -> Checkpoint:
+    """Read a checkpoint written by `save`; anything else (truncated, corrupt, pickled) is one RunError."""
+    try:
+        with safe_open(str(path), framework="pt", device="cpu") as file:
+            meta = json.loads((file.metadata() or {})["zoo"])
+            tensors = {name: file.get_tensor(name) for name in file.keys()}  # noqa: SIM118 (safe_open is not iterable)
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"format {meta.get('format')!r}, expected {FORMAT}")
+        state = {int(index): {key: tensors[f"optimizer/{index}/{key}"] if entry is None else entry["value"]
+                              for key, entry in entries.items()} for index, entries in meta["state"].items()}
+        return Checkpoint(
+            path=Path(path), model={name[len("model/"):]: t for name, t in tensors.items() if name.startswith("model/")},
+            optimizer={"state": state, "param_groups": meta["param_groups"]},
+            position=dict(meta["position"]), rng=tensors["rng/cpu"],
+            cuda_rng=[tensors[f"rng/cuda/{i}"] for i in range(sum(n.startswith("rng/cuda/") for n in tensors))],
+            spec_digest=str(meta["spec_digest"]))
+    except (SafetensorError, OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise RunError(f"{path}: not a readable zoo checkpoint ({type(err).__name__}: {err}); "
+                       "it is truncated or corrupt, or was not written by zoo") from None
+
+
+def restore(checkpoint: Checkpoint, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None) -> None:
+    """Load weights (and optimizer state and RNG, when resuming training) into freshly built objects."""
+    try:
+        model.load_state_dict(checkpoint.model)
+        if optimizer is not None:
+            # JSON turned tuples (Adam's betas) into lists; give each setting the type the optimizer uses.
+            groups = [{key: tuple(value) if isinstance(current.get(key), tuple) else value for key, value in group.items()}
+                      for group, current in zip(checkpoint.optimizer["param_groups"], optimizer.param_groups)]
+            optimizer.load_state_dict({**checkpoint.optimizer, "param_groups": groups})
+    except (RuntimeError, ValueError, KeyError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise RunError(f"{checkpoint.path}: does not fit the model or optimizer: {first}") from None
+    if optimizer is not None:
+        torch.set_rng_state(checkpoint.rng)
+        if torch.cuda.is_available() and checkpoint.cuda_rng:
+            torch.cuda.set_rng_state_all(checkpoint.cuda_rng)
