@@ -87,6 +87,35 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    from zoo.report import ReportError
+    from zoo.report.analysis import Analyst, is_text
+    from zoo.report.collect import collect, load_records
+    from zoo.report.tables import plan_rows
+
+    experiment = load_experiment(args.experiment)
+    _, out = _places(args, experiment)
+    records = load_records(experiment, out / RECORDS)
+    if not records.found:
+        raise ReportError(f"--out: no records of {experiment.name} in {out / RECORDS}; `zoo plan` sizes seeds from "
+                          f"the spread of a pilot: run a few seeds first (zoo run {args.experiment})")
+    analyst = Analyst(experiment, records, collect(experiment, records))
+    for task in experiment.config.tasks:
+        found = analyst.task(task, [])
+        effect = args.effect if args.effect is not None else task.target_effect
+        header, rows = plan_rows(experiment, found, effect)
+        table = Table(title=f"{experiment.name} / {task.key}: seeds needed on {task.primary_metric} "
+                            f"(alpha {experiment.config.analysis.alpha:g}, power {experiment.config.analysis.power:.0%}, "
+                            "from the observed seed spread; sentence variation of corpus metrics not included)",
+                      title_justify="left")
+        for i, column in enumerate(header):
+            table.add_column(column, justify="left" if i == 0 else "right")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+    return 0
+
+
 def _experiment_arguments(parser) -> None:
     """EXPERIMENT and --out, the same for `zoo run` and `zoo report` (which must agree on where records live)."""
     parser.add_argument("experiment", metavar="EXPERIMENT", help="experiment file, or the name of experiments/NAME.toml")
@@ -96,9 +125,13 @@ def _experiment_arguments(parser) -> None:
 
 def add_commands(sub) -> None:
     p = sub.add_parser("run", help="run an experiment's grid of variants x tasks x seeds (resumable)",
-                       description="Expand EXPERIMENT into runs/<experiment>/<variant>/<task>/seed-<n>/ and run each "
-                       "cell: finished cells are skipped, interrupted ones resume from their checkpoint, a failing "
-                       "or diverging cell is recorded and the grid goes on. Exit 0 when every cell completed, 1 otherwise.")
+                       description="Expand EXPERIMENT into cells (variant x task x seed) and run each into "
+                       "runs/<experiment>/<variant>/<task>/seed-<n>/, then write its record into "
+                       "OUT/records/ (commit those beside the report). Cells whose record matches the experiment "
+                       "file are skipped; cells run under another definition are named, moved to .stale/ and run "
+                       "again; interrupted ones resume from their checkpoint; a cell another `zoo run` holds is left "
+                       "to it, then waited for; a failing cell is recorded and the grid goes on. Exit 0 when no cell "
+                       "failed (diverged runs are results), 1 otherwise.")
     _experiment_arguments(p)
     p.add_argument("--runs", metavar="DIR", help="where run directories (checkpoints, logs) go "
                    "(default runs/<experiment name>)")
@@ -110,9 +143,21 @@ def add_commands(sub) -> None:
     p.add_argument("--no-live", action="store_true", help="no live grid display")
     p.set_defaults(run=cmd_run)
 
-    p = sub.add_parser("report", help="write a comparison report from an experiment's run directories",
-                       description="Read the run directories of EXPERIMENT (never trains) and write report.md, "
-                       "results.csv and plots: mean ± 95% CI per variant, tests against the baseline, the "
-                       "equivalence matrix of the variants and the check of the experiment's findings.")
+    p = sub.add_parser("report", help="write a comparison report from an experiment's records",
+                       description="Read the records of EXPERIMENT (OUT/records; never trains, never reads a run "
+                       "directory) and write report.md, results.csv and plots: run outcomes and instability, "
+                       "per-variant estimates over seeds, one verdict per task on its primary metric with "
+                       "Holm-adjusted p-values, effect sizes, detectable differences, equivalence by TOST, placebo "
+                       "pairs, the equivalence matrix and the check of the experiment's findings.")
     _experiment_arguments(p)
     p.set_defaults(run=cmd_report)
+
+    p = sub.add_parser("plan", help="how many seeds each comparison needs to detect a given effect",
+                       description="From the seed-to-seed spread in EXPERIMENT's records (a pilot run), print per task "
+                       "and variant the smallest difference the current seeds can detect and how many seeds per arm "
+                       "would detect the task's target effect (its `detect`, else its `margin`, else 1 BLEU / 5 "
+                       "points) with the experiment's power at its alpha.")
+    _experiment_arguments(p)
+    p.add_argument("--effect", type=float, help="the difference to detect, in the primary metric's units "
+                   "(default: each task's target effect)")
+    p.set_defaults(run=cmd_plan)

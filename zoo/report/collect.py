@@ -163,11 +163,13 @@ def curves(found: Records) -> pd.DataFrame:
 
 
 def sentence_stats(found: Records, variant: str, task: str, seed: int, metric: str) -> np.ndarray | None:
-    """(N, k) per-sentence statistics of a complete cell's test set for `metric` (bleu, chrf or
-    exact_match), or None when the record has none."""
+    """(N, k) per-sentence statistics of a complete cell's test set for `metric` (bleu, chrf: sacreBLEU's;
+    exact_match: hit and 1), or None when the record has none."""
     record = found.get(variant, task, seed)
     rows = ((record or {}).get("sentences") or {}).get(metric)
     if rows is None:
         return None
     array = np.asarray(rows, dtype=float)
-    return array[:, None] if array.ndim == 1 else array
+    if array.ndim == 1:  # exact match: (hit, 1) per sentence, so a resample's sum is (hits, sentences)
+        return np.stack([array, np.ones_like(array)], axis=1)
+    return array

@@ -47,8 +47,9 @@ class Check:
 
 
 def factors(experiment: Experiment, a: str, b: str) -> list[str]:
-    """What differs between two variants: spec fields and training settings."""
-    spec = [field for field, _, _ in diff(experiment.specs[a], experiment.specs[b])]
+    """What differs between two variants: components (a slot with all its options is one factor, as
+    switching `residual.kind` brings its own `final_norm`), other spec fields, training settings."""
+    spec = list(dict.fromkeys(field.split(".")[0] for field, _, _ in diff(experiment.specs[a], experiment.specs[b])))
     train_a = next(v.train for v in experiment.config.variants if v.label == a)
     train_b = next(v.train for v in experiment.config.variants if v.label == b)
     train = [f"train.{k}" for k in sorted(set(train_a) | set(train_b)) if train_a.get(k) != train_b.get(k)]

@@ -77,6 +77,8 @@ def _placebos(report: Report) -> None:
             if found.collapsed.get(b) == a or found.collapsed.get(a) == b:
                 report.placebos.append((found.task.key, a, b, None))
                 continue
+            if a in found.collapsed or b in found.collapsed:
+                continue  # the same numbers as its representative's pair
             baseline = report.experiment.config.baseline_label
             if baseline in (a, b) and (b if a == baseline else a) in found.comparisons:
                 comparison = found.comparisons[b if a == baseline else a]

@@ -207,3 +207,24 @@ def task_metrics(task: TaskEntry, text: bool) -> list[str]:
 def descriptive_metrics(task: TaskEntry, text: bool) -> list[str]:
     """The metrics shown as differences without verdicts: all but the primary one and the parameter count."""
     return [m for m in task_metrics(task, text) if m not in (task.primary_metric, "parameters")]
+
+
+def plan_rows(experiment: Experiment, found: TaskAnalysis, effect: float) -> tuple[list[str], list[list[str]]]:
+    """Per variant: the seeds it has, the spread they show, and the seeds per arm needed to detect
+    `effect` on the primary metric with the report's power at its alpha (from the observed spread)."""
+    from zoo.report.power import seeds_needed
+
+    analysis = experiment.config.analysis
+    header = ["variant", "trained seeds (baseline, variant)", "seed sd (baseline, variant)",
+              "detectable Δ now (80% power)", f"seeds per arm for ±{effect:g}"]
+    rows = []
+    for variant, c in found.comparisons.items():
+        base, other = c.per_seed
+        if min(len(base), len(other)) < 2:
+            rows.append([variant, f"{len(base)}, {len(other)}", "—", "—", "run at least 2 seeds of each first"])
+            continue
+        sd_b, sd_v = float(np.std(base, ddof=1)), float(np.std(other, ddof=1))
+        needed = seeds_needed(sd_b, sd_v, effect, analysis.alpha, analysis.power)
+        rows.append([variant, f"{len(base)}, {len(other)}", f"{fmt(sd_b)}, {fmt(sd_v)}", fmt(c.mde, c.metric),
+                     str(needed) if needed else "more than 100"])
+    return header, rows
