@@ -135,8 +135,13 @@ class TorchSeq2Seq(nn.Module):
         )  # (B, T, D)
         return self.edges["output"](hidden)  # (B, T, V)
 
+    @property
+    def output(self) -> nn.Module:
+        """The zoo output head (what the loss asks for its log-probabilities and smoothing)."""
+        return self.edges["output"]
+
     def log_probs(self, scores: Tensor) -> Tensor:
-        return self.edges["output"].log_probs(scores)
+        return self.output.log_probs(scores)
 
 
 def to_torch(model: Seq2Seq) -> TorchSeq2Seq:
