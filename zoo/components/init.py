@@ -31,6 +31,9 @@ class Initializer:
     def __call__(self, model: nn.Module) -> None:
         with torch.no_grad():
             self.initialize(model)
+            for layer in [*model.encoder.layers, *model.decoder.layers]:
+                for residual, sublayer in layer.wrapped():  # e.g. DeepNorm's beta-scaled weights
+                    residual.init_sublayer(sublayer)
             _zero_padding_rows(model)
             if self.params.identical_layers:
                 for stack in (model.encoder.layers, model.decoder.layers):
