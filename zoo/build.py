@@ -42,7 +42,9 @@ class _Assembler:
 
     def attention(self) -> nn.Module:
         spec = self.spec
-        return component(spec, "attention", spec.d_model, spec.n_heads, dropout=spec.rate("attention"))
+        positions = spec.impl("positional").relative(spec.positional, spec.n_heads, spec.d_model // spec.n_heads)
+        return component(spec, "attention", spec.d_model, spec.n_heads, dropout=spec.rate("attention"),
+                         positions=positions)
 
     def ffn(self) -> nn.Module:
         return component(self.spec, "ffn", self.spec.d_model, self.spec.d_ff, dropout=self.spec.rate("ffn"))

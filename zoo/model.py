@@ -5,10 +5,10 @@ Shapes: src (B, S) and tgt_in (B, T) token ids; memory (B, S, D); scores (B, T, 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 from torch import nn
-
-from dataclasses import dataclass, field
 
 from zoo.components.attention import KVCache
 from zoo.components.masks import AttentionMask, MaskConvention

@@ -82,7 +82,7 @@ class ModelSpec(BaseModel):
     init: _slot_field("init") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
 
     @model_validator(mode="after")
-    def _consistent(self) -> "ModelSpec":
+    def _consistent(self) -> ModelSpec:
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model: {self.d_model} is not divisible by n_heads = {self.n_heads}")
         sharing = self.embedding.sharing
@@ -113,7 +113,7 @@ class ModelSpec(BaseModel):
         payload = self.model_dump(mode="json", exclude={"name", "description", "notes"})
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
-    def with_overrides(self, overrides: dict[str, Any]) -> "ModelSpec":
+    def with_overrides(self, overrides: dict[str, Any]) -> ModelSpec:
         return validate_spec(apply_overrides(self.model_dump(mode="json"), overrides), source=self.name)
 
     @classmethod
@@ -143,6 +143,11 @@ def check_compatible(spec: ModelSpec) -> None:
         raise IncompatibleComponents(
             f"attention.kind: {spec.attention.kind!r} cannot honour mask.convention {spec.mask.convention!r} "
             "(it cannot zero blocked weights after the softmax); use attention.kind 'sdpa' or 'matmul'"
+        )
+    if spec.impl("positional").relative_positions and not attention.supports_relative_positions:
+        raise IncompatibleComponents(
+            f"attention.kind: {spec.attention.kind!r} cannot honour positional.kind {spec.positional.kind!r} "
+            "(it has no hook to rotate queries and keys or bias their scores); use attention.kind 'sdpa' or 'matmul'"
         )
 
 

@@ -69,10 +69,25 @@ class AttentionMask:
         zeros = torch.zeros(self.keep.shape, dtype=torch.float32, device=self.keep.device)
         return zeros.masked_fill(~self.keep, self.fill)
 
-    def last_query(self) -> "AttentionMask":
+    def last_query(self) -> AttentionMask:
         """The mask of the last query row only (step-by-step decoding): keep (B, 1, 1, Lk)."""
         keep = self.keep[..., -1:, :] if self.keep.size(-2) > 1 else self.keep
         return AttentionMask(keep, self.fill, self.rezero)
+
+    def for_kernel(self, dtype: torch.dtype, bias: Tensor | None = None) -> Tensor:
+        """The mask a fused kernel (F.scaled_dot_product_attention) takes: bool `keep` when blocked
+        scores are -inf and there is no `bias` (H, Lq, Lk) to add (ALiBi), else the additive float mask."""
+        if bias is None:
+            return self.keep if self.fill == float("-inf") else self.additive.to(dtype)
+        return self.additive.to(dtype) + bias.to(dtype)  # (B, H, Lq, Lk)
+
+    def repeated_head_major(self, n_heads: int) -> AttentionMask:
+        """001 as written: masks repeated with `repeat(n_heads, 1, 1)` (row h * B + b) while heads are
+        split batch-major (row b * H + h), so head h of sequence b gets the mask of sequence (b * H + h) mod B."""
+        keep = self.keep.expand(self.keep.size(0), n_heads, *self.keep.shape[2:])  # (B, H, Lq, Lk)
+        batch = keep.size(0)
+        rows = torch.arange(batch * n_heads, device=keep.device) % batch
+        return AttentionMask(keep[:, 0][rows].view_as(keep), self.fill, self.rezero)
 
     @cached_property
     def has_key(self) -> Tensor:
@@ -100,7 +115,7 @@ class TorchMasks(NamedTuple):
 class NativeMasks:
     """The masks in the writeup's own form; `canonical()` converts them."""
 
-    convention: "MaskConvention"
+    convention: MaskConvention
     enc_self: Any
     dec_self: Any | None
     dec_cross: Any | None
