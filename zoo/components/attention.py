@@ -263,6 +263,26 @@ class MatmulAttention(ProjectedAttention):
         return torch.matmul(weights, v)  # (B, H, Lq, Dh)
 
 
+class QKNormParams(ProjectionParams):
+    length: int = Field(64, gt=1, description="L in the initial scale g0 = log2(L^2 - L) (Henry et al. 2020)")
+
+
+@register("attention", "qk-norm", params=QKNormParams)
+class QKNormAttention(SDPAAttention):
+    """QK-norm (Henry et al. 2020, "Query-Key Normalization for Transformers"): queries and keys
+    L2-normalised per head, scores g * q^ . k^ with one learned scale g, initialised to log2(L^2 - L)."""
+
+    def __init__(self, d_model: int, n_heads: int, params: QKNormParams, dropout: float, *,
+                 positions: RelativePositions = NO_POSITIONS):
+        super().__init__(d_model, n_heads, params, dropout, positions=positions)
+        self.g = nn.Parameter(torch.tensor(math.log2(params.length**2 - params.length)))
+        self.scale = 1.0  # g multiplies the normalised queries instead
+
+    def project(self, query: Tensor, key_value: Tensor, cache: KVCache | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        q, k, v = super().project(query, key_value, cache)  # (B, H, L, Dh); the cache keeps raw keys
+        return F.normalize(q, dim=-1) * self.g, F.normalize(k, dim=-1), v
+
+
 @register("attention", "torch-mha", params=AttentionParams)
 class TorchMultiheadAttention(Attention):
     """torch.nn.MultiheadAttention itself (002 uses PyTorch's built-in layers); always fused Q/K/V.

@@ -1,5 +1,7 @@
 """Slot `residual`: how a sublayer is wrapped with its residual connection, norm and dropout.
 
+post-norm, pre-norm; for depth, DeepNorm (Wang et al. 2022) and ReZero (Bachlechner et al. 2020).
+
 Post-norm and pre-norm are two registered modules, never an `if norm_first:` inside a layer.
 Each wrapper owns (or, with `norms = "per-block"`, shares) one norm module, unless the
 implementation uses none (`uses_norm = False`, ReZero). A wrapper receives its own options and
@@ -96,3 +98,56 @@ class PreNorm(Residual):
 
     def forward(self, x: torch.Tensor, sublayer: Sublayer) -> torch.Tensor:
         return x + self.dropout(sublayer(self.norm(x)))
+
+
+def deepnorm_constants(placement: Placement) -> tuple[float, float]:
+    """(alpha, beta) for an encoder-decoder of N encoder and M decoder layers (Wang et al. 2022, Fig. 2):
+    encoder alpha = 0.81 (N^4 M)^(1/16), beta = 0.87 (N^4 M)^(-1/16); decoder alpha = (3M)^(1/4), beta = (12M)^(-1/4)."""
+    n, m = placement.encoder_layers, placement.decoder_layers
+    if placement.stack == "encoder":
+        return 0.81 * (n**4 * m) ** (1 / 16), 0.87 * (n**4 * m) ** (-1 / 16)
+    return (3 * m) ** (1 / 4), (12 * m) ** (-1 / 4)
+
+
+@register("residual", "deepnorm", params=PostNormParams)
+class DeepNorm(Residual):
+    """DeepNorm (Wang et al. 2022, "DeepNet"): norm(alpha * x + dropout(sublayer(x))), and the sublayer's
+    FFN, value and output projections re-initialised xavier-normal with gain beta (queries and keys gain 1),
+    alpha and beta from the depths of both stacks."""
+
+    def __init__(self, norm: nn.Module | None, params: PostNormParams, *, dropout: float, placement: Placement):
+        super().__init__(norm, params, dropout=dropout, placement=placement)
+        self.alpha, self.beta = deepnorm_constants(placement)
+
+    def forward(self, x: torch.Tensor, sublayer: Sublayer) -> torch.Tensor:
+        return self.norm(x * self.alpha + self.dropout(sublayer(x)))
+
+    def init_sublayer(self, sublayer: nn.Module) -> None:
+        own = getattr(sublayer, "canonical_state", None)
+        state = own() if own is not None else dict(sublayer.named_parameters())
+        for name, weight in state.items():
+            if weight.dim() > 1:
+                gain = 1.0 if name.split(".")[0] in ("q", "k") else self.beta
+                nn.init.xavier_normal_(weight, gain=gain)
+
+
+class ReZeroParams(ResidualParams):
+    final_norm: bool = False
+
+
+@register("residual", "rezero", params=ReZeroParams)
+class ReZero(Residual):
+    """ReZero (Bachlechner et al. 2020): x + alpha * dropout(sublayer(x)), one learned scalar alpha per
+    wrapper initialised to 0 (every layer starts as the identity), and no norm."""
+
+    uses_norm = False
+
+    def __init__(self, norm: nn.Module | None, params: ReZeroParams, *, dropout: float, placement: Placement):
+        super().__init__(norm, params, dropout=dropout, placement=placement)
+        self.alpha = nn.Parameter(torch.zeros(()))
+
+    def forward(self, x: torch.Tensor, sublayer: Sublayer) -> torch.Tensor:
+        return x + self.alpha * self.dropout(sublayer(x))
+
+    def reset_parameters(self) -> None:
+        nn.init.zeros_(self.alpha)
