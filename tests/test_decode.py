@@ -24,8 +24,8 @@ def model_for(preset, convention=None, seed=0):
 
 def pairs():
     for preset in zoo.preset_names():
-        if preset == "paper-big":
-            continue
+        if preset == "paper-big" or preset.endswith("-as-written"):
+            continue  # too big; as written, 001 cannot use a cache (refused) and 004 decodes at random
         for convention in zoo.registry.names("mask"):
             if preset == "writeup-002" and convention == "bool-blocked-rezero":
                 continue  # torch-mha cannot honour re-zeroing (refused by the spec)

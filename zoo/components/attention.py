@@ -174,7 +174,7 @@ class ProjectedAttention(Attention):
     def _split_heads(self, x: Tensor) -> Tensor:
         batch, length, _ = x.shape
         if self.heads_by_view:  # 001 as written: view(B * H, -1, Dh), no transpose
-            return x.view(batch, self.n_heads, length, self.d_head)  # (B, H, L, Dh), positions mixed
+            return x.reshape(batch, self.n_heads, length, self.d_head)  # (B, H, L, Dh), positions mixed
         return x.view(batch, length, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, L, Dh)
 
     def _merge_heads(self, x: Tensor) -> Tensor:

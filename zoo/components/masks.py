@@ -33,9 +33,10 @@ different outputs for a fully padded source between training-mode and inference 
 
 Slips in the writeups, and what is implemented instead:
 - 001 builds its cross-attention mask as `padding_mask(tgt_seq, src_seq)`: shape (B, S, T), padding of
-  the *target* as keys. The intended mask, `padding_mask(src_seq, tgt_seq)` (B, T, S), is built here.
-  001 also repeats masks with `repeat(num_heads, 1, 1)` (head-major) while splitting heads batch-major;
-  the intended per-head broadcast is used.
+  the *target* as keys. The intended mask, `padding_mask(src_seq, tgt_seq)` (B, T, S), is built by
+  default; `cross_from_target = true` reproduces the slip. 001 also repeats masks with
+  `repeat(num_heads, 1, 1)` (head-major) while splitting heads batch-major; the intended per-head
+  broadcast is used unless `attention.heads = "view"` (both halves of that slip, in attention.py).
 - 003's comments say the source mask is (B,1,1,S) while `_get_pad_mask` first builds (B,1,S); the
   code's final `unsqueeze(1)` does give (B,1,1,S), which is built here.
 - 004's usage example passes a (B, T) padding-only target mask; the Annotated Transformer it follows
@@ -49,7 +50,9 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 import torch
+from pydantic import Field
 
+from zoo.errors import ZooError
 from zoo.registry import SlotParams, register, registry
 
 Tensor = torch.Tensor
@@ -197,7 +200,14 @@ class BoolBlockedRezero(MaskConvention):
         return ~native
 
 
-@register("mask", "uint8-expanded")
+class Uint8Params(SlotParams):
+    cross_from_target: bool = Field(
+        False, description="001 as written: the cross-attention mask is padding_mask(tgt_seq, src_seq), (B, S, T), "
+        "target padding as keys; it fits only when S == T"
+    )
+
+
+@register("mask", "uint8-expanded", params=Uint8Params)
 class Uint8Expanded(MaskConvention):
     """001: True/1 = blocked, expanded to (B, Lq, Lk); padding + uint8 sequence mask summed, then > 0; fill -inf."""
 
@@ -217,8 +227,12 @@ class Uint8Expanded(MaskConvention):
         return torch.gt(self._padding(tgt_pad, length) + sequence, 0)  # (B, T, T) bool
 
     def cross(self, src_pad: Tensor, tgt_pad: Tensor) -> Tensor:
-        # Intended padding_mask(src_seq, tgt_seq); 001 writes padding_mask(tgt_seq, src_seq) (see module doc).
-        return self._padding(src_pad, tgt_pad.size(1))  # (B, T, S)
+        if self.params is not None and self.params.cross_from_target:  # padding_mask(tgt_seq, src_seq)
+            if src_pad.size(1) != tgt_pad.size(1):
+                raise ZooError(f"mask.cross_from_target: 001's cross-attention mask (B, S, T) fits the (B, T, S) "
+                               f"scores only when S == T (got S = {src_pad.size(1)}, T = {tgt_pad.size(1)})")
+            return self._padding(tgt_pad, src_pad.size(1))  # (B, S, T): target padding as keys
+        return self._padding(src_pad, tgt_pad.size(1))  # (B, T, S): the intended padding_mask(src_seq, tgt_seq)
 
     def to_canonical(self, native: Tensor) -> Tensor:
         return ~native.bool().unsqueeze(1)  # (B, 1, Lq, Lk)
