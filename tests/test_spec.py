@@ -455,7 +455,7 @@ def test_preset_loads_validates_and_names_its_source(name):
     assert spec.d_model % spec.n_heads == 0
     assert ModelSpec.model_validate(spec.model_dump()) == spec
     if name.startswith("writeup-"):
-        number = name.split("-", 1)[1]
+        number = name.split("-")[1]  # writeup-001-as-written: 001
         assert number in spec.description, spec.description
     else:
         assert "Attention Is All You Need" in spec.description or "Vaswani" in spec.description

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 import zoo
 from zoo.data import load_task
 from zoo.loss import loss_sums
+from zoo.registry import registry
 from zoo.train import RunError, TrainConfig, Trainer, load_run, load_train_config
 from zoo.train import checkpoint as checkpoints
 from zoo.train.schedule import learning_rate
@@ -60,11 +61,17 @@ def test_constant_and_linear_decay_schedules():
 
 
 # -- losses per output head -------------------------------------------------------------------------
+def make_head(kind: str):
+    """An output head of `kind` (the loss asks the head for log-probabilities and smoothing)."""
+    entry = registry.get("output", kind)
+    return entry.impl(4, 11, entry.config())
+
+
 def test_logits_loss_is_torch_label_smoothed_cross_entropy():
     torch.manual_seed(0)
     logits, target = torch.randn(3, 5, 11), torch.randint(1, 11, (3, 5))
     target[0, 3:] = 0
-    sums = loss_sums(logits, target, "logits", pad=0, smoothing=0.1)
+    sums = loss_sums(logits, target, make_head("logits"), pad=0, smoothing=0.1)
     expected = F.cross_entropy(logits.view(-1, 11), target.view(-1), ignore_index=0, label_smoothing=0.1, reduction="sum")
     assert sums.loss.item() == pytest.approx(expected.item(), rel=1e-5)
     assert sums.nll.item() == pytest.approx(F.cross_entropy(logits.view(-1, 11), target.view(-1), ignore_index=0,
@@ -88,7 +95,7 @@ def test_probability_heads_use_the_annotated_kl_loss(head):
     logits, target = torch.randn(2, 6, 9), torch.randint(1, 9, (2, 6))
     target[1, 4:] = 0
     scores = F.log_softmax(logits, -1) if head == "log-softmax" else F.softmax(logits, -1)
-    sums = loss_sums(scores, target, head, pad=0, smoothing=0.1)
+    sums = loss_sums(scores, target, make_head(head), pad=0, smoothing=0.1)
     expected = annotated_label_smoothing(F.log_softmax(logits, -1).view(-1, 9), target.view(-1), 0, 0.1)
     assert sums.loss.item() == pytest.approx(expected.item(), rel=1e-4)
 
@@ -96,7 +103,7 @@ def test_probability_heads_use_the_annotated_kl_loss(head):
 def test_softmax_head_stays_finite_when_a_probability_underflows():
     probs = torch.zeros(1, 1, 5)
     probs[0, 0, 1] = 1.0  # the true token (2) has probability 0 in float32
-    sums = loss_sums(probs, torch.tensor([[2]]), "softmax", pad=0, smoothing=0.1)
+    sums = loss_sums(probs, torch.tensor([[2]]), make_head("softmax"), pad=0, smoothing=0.1)
     assert math.isfinite(sums.loss.item()) and math.isfinite(sums.nll.item())
 
 
@@ -219,3 +226,28 @@ def test_every_output_head_trains(tmp_path, output):
     summary = Trainer(spec, task, quick_config(steps=6), tmp_path / "run", progress=False).run()
     rows = [r for r in metrics(tmp_path / "run") if "event" not in r]
     assert summary["status"] == "complete" and rows[-1]["loss"] < rows[0]["loss"]
+
+
+def test_a_head_registered_from_outside_brings_its_own_loss():
+    """The loss asks the head, not its name: a new head is trained as it declares."""
+    from zoo.components.output import OutputHead, OutputParams
+
+    @zoo.register("output", "half-logits-test", params=OutputParams)
+    class HalfLogits(OutputHead):
+        """Logits halved (a temperature of 2), trained with cross-entropy on log_softmax(logits / 2)."""
+
+        def scores(self, logits):
+            return logits / 2
+
+        def log_probs(self, scores):
+            return F.log_softmax(scores.float(), dim=-1)
+
+    try:
+        torch.manual_seed(2)
+        logits, target = torch.randn(2, 3, 11), torch.randint(1, 11, (2, 3))
+        head = HalfLogits(4, 11, OutputParams())
+        sums = loss_sums(head.scores(logits), target, head, pad=0, smoothing=0.1)
+        expected = F.cross_entropy((logits / 2).view(-1, 11), target.view(-1), label_smoothing=0.1, reduction="sum")
+        assert sums.loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    finally:
+        registry.unregister("output", "half-logits-test")

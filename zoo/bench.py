@@ -66,12 +66,12 @@ def make_batch(config: BenchConfig, generator: torch.Generator, pad: int) -> tup
     return src, tgt[:, :-1], tgt[:, 1:]
 
 
-def training_step(model, optimizer, batch, output_kind: str, pad: int, bf16: bool) -> int:
+def training_step(model, optimizer, batch, pad: int, bf16: bool) -> int:
     src, tgt_in, tgt_out = batch
     optimizer.zero_grad(set_to_none=True)
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
         scores = model(src, tgt_in)
-    sums = loss_sums(scores, tgt_out, output_kind, pad, 0.1)
+    sums = loss_sums(scores, tgt_out, model.output, pad, 0.1)
     (sums.loss / sums.tokens).backward()
     optimizer.step()
     return sums.tokens
@@ -140,7 +140,7 @@ def run(config: BenchConfig = BenchConfig(), report: Callable[[str], None] = pri
         def contender(name: str) -> Callable[[], int]:
             def go() -> int:
                 return sum(training_step(models[name], optimizers[name], batches[i % len(batches)],
-                                         spec.output.kind, pad, bf16) for i in range(config.steps_per_round))
+                                         pad, bf16) for i in range(config.steps_per_round))
             return go
 
         contender("zoo")(), contender("torch")()  # warm-up
@@ -164,7 +164,7 @@ def run(config: BenchConfig = BenchConfig(), report: Callable[[str], None] = pri
     zoo_model.train()
     optimizer = torch.optim.Adam(zoo_model.parameters(), lr=1e-4)
     with FlopCounterMode(display=False) as counter:
-        tokens = training_step(zoo_model, optimizer, batches[0], spec.output.kind, pad, False)
+        tokens = training_step(zoo_model, optimizer, batches[0], pad, False)
     flops_per_token = counter.get_total_flops() / tokens
     report("measuring the fp32 matmul peak")
     peak = matmul_peak()

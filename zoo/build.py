@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from zoo.components.residual import Placement
 from zoo.model import Decoder, DecoderLayer, Embedder, Encoder, EncoderLayer, Seq2Seq
 from zoo.registry import registry
 from zoo.spec import ModelSpec, check_compatible, load_spec
@@ -29,34 +30,35 @@ class _Assembler:
     def norm(self) -> nn.Module:
         return component(self.spec, "norm", self.spec.d_model)
 
-    def residual(self, sublayer: str, norm: nn.Module) -> nn.Module:
+    def residuals(self, stack: str, sublayers: list[str]) -> list[nn.Module]:
+        """The residual wrappers of one block, built like every slot from the spec's own options."""
         spec = self.spec
-        dropout = spec.rate("residual") if sublayer in spec.residual.dropout_on else 0.0
-        return registry.get("residual", spec.residual.kind).impl(norm, dropout)
-
-    def residuals(self, sublayers: list[str]) -> list[nn.Module]:
-        if self.spec.residual.norms == "per-block":
-            shared = self.norm()
-            return [self.residual(name, shared) for name in sublayers]
-        return [self.residual(name, self.norm()) for name in sublayers]
+        norms = spec.impl("residual").make_norms(spec.residual, len(sublayers), self.norm)
+        return [
+            component(spec, "residual", norm, dropout=spec.rate("residual"),
+                      placement=Placement(stack, name, spec.encoder_layers, spec.decoder_layers))
+            for name, norm in zip(sublayers, norms)
+        ]
 
     def attention(self) -> nn.Module:
         spec = self.spec
-        return component(spec, "attention", spec.d_model, spec.n_heads, dropout=spec.rate("attention"))
+        positions = spec.impl("positional").relative(spec.positional, spec.n_heads, spec.d_model // spec.n_heads)
+        return component(spec, "attention", spec.d_model, spec.n_heads, dropout=spec.rate("attention"),
+                         positions=positions)
 
     def ffn(self) -> nn.Module:
         return component(self.spec, "ffn", self.spec.d_model, self.spec.d_ff, dropout=self.spec.rate("ffn"))
 
     def encoder_layer(self) -> EncoderLayer:
-        res_attn, res_ffn = self.residuals(["self_attn", "ffn"])
+        res_attn, res_ffn = self.residuals("encoder", ["self_attn", "ffn"])
         return EncoderLayer(self.attention(), self.ffn(), res_attn, res_ffn)
 
     def decoder_layer(self) -> DecoderLayer:
         if self.spec.attention.share_self_cross:  # 001: one module (and its norm) serves both
             attn = self.attention()
-            res_attn, res_ffn = self.residuals(["self_attn", "ffn"])
+            res_attn, res_ffn = self.residuals("decoder", ["self_attn", "ffn"])
             return DecoderLayer(attn, attn, self.ffn(), res_attn, res_attn, res_ffn)
-        res_self, res_cross, res_ffn = self.residuals(["self_attn", "cross_attn", "ffn"])
+        res_self, res_cross, res_ffn = self.residuals("decoder", ["self_attn", "cross_attn", "ffn"])
         return DecoderLayer(self.attention(), self.attention(), self.ffn(), res_self, res_cross, res_ffn)
 
     def final_norm(self) -> nn.Module | None:

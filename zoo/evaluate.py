@@ -38,7 +38,7 @@ def validation_loss(model: Seq2Seq, task: Task, split: str = "valid", *, smoothi
     tokens = 0
     for batch in batches:
         src, tgt_in, tgt_out = (t.to(device) for t in collate([examples[i] for i in batch], task.specials.pad))
-        sums = loss_sums(model(src, tgt_in), tgt_out, model.spec.output.kind, task.specials.pad, smoothing)
+        sums = loss_sums(model(src, tgt_in), tgt_out, model.output, task.specials.pad, smoothing)
         loss, nll, tokens = loss + sums.loss.item(), nll + sums.nll.item(), tokens + sums.tokens
     model.train(was_training)
     mean_nll = nll / max(tokens, 1)

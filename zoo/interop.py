@@ -44,7 +44,14 @@ def check_expressible(spec: ModelSpec) -> None:
             raise NotExpressible(f"{slot}.kind = {kind!r}: torch.nn.Transformer has only {', '.join(sorted(allowed))}")
     if spec.residual.norms != "per-sublayer":
         raise NotExpressible('residual.norms = "per-block": torch.nn.Transformer layers have one norm per sublayer')
+    if spec.impl("positional").relative_positions:
+        raise NotExpressible(f"positional.kind = {spec.positional.kind!r}: torch.nn.Transformer's attention has no "
+                             "hook for relative positions")
     attention = spec.attention
+    for option in ("dropout_in_eval", "heads"):
+        value = getattr(attention, option, None)
+        if value not in (None, False, "transpose"):
+            raise NotExpressible(f"attention.{option} = {value!r}: torch.nn.MultiheadAttention has no such choice")
     if attention.share_self_cross:
         raise NotExpressible("attention.share_self_cross: torch.nn.TransformerDecoderLayer has separate self- and cross-attention")
     if getattr(attention, "bias", True) is False or getattr(attention, "out_bias", True) is False:
@@ -135,8 +142,13 @@ class TorchSeq2Seq(nn.Module):
         )  # (B, T, D)
         return self.edges["output"](hidden)  # (B, T, V)
 
+    @property
+    def output(self) -> nn.Module:
+        """The zoo output head (what the loss asks for its log-probabilities and smoothing)."""
+        return self.edges["output"]
+
     def log_probs(self, scores: Tensor) -> Tensor:
-        return self.edges["output"].log_probs(scores)
+        return self.output.log_probs(scores)
 
 
 def to_torch(model: Seq2Seq) -> TorchSeq2Seq:

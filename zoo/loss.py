@@ -1,5 +1,8 @@
 """The training loss follows the output head, as each writeup trains it.
 
+Each head (zoo/components/output.py) owns what the loss needs: `log_probs(scores)` and `smoothing`,
+one of the two functions below; a head registered from outside declares its own.
+
 - `logits` heads (002, 003, torch users): cross-entropy with label smoothing as
   `nn.CrossEntropyLoss(label_smoothing=eps)` computes it: (1 - eps) * NLL + eps * mean over the
   vocabulary of -log p (003's loss, with ignore_index = pad).
@@ -17,10 +20,10 @@ Sums over non-padding target tokens are returned; the caller normalises.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 Tensor = torch.Tensor
 
@@ -32,32 +35,30 @@ class LossSums:
     tokens: int
 
 
-def log_probs_for_loss(scores: Tensor, output_kind: str) -> Tensor:
-    scores = scores.float()
-    if output_kind == "logits":
-        return F.log_softmax(scores, dim=-1)
-    if output_kind == "softmax":
-        return torch.log(scores.clamp_min(torch.finfo(scores.dtype).tiny))
-    return scores  # log-softmax: already log-probabilities
+def uniform_smoothing(log_p: Tensor, nll: Tensor, target: Tensor, pad: int, eps: float) -> Tensor:
+    """nn.CrossEntropyLoss(label_smoothing=eps) per token: (1 - eps) NLL + eps * mean over V of -log p."""
+    return (1 - eps) * nll - eps * log_p.mean(dim=-1)
 
 
-def loss_sums(scores: Tensor, target: Tensor, output_kind: str, pad: int, smoothing: float) -> LossSums:
-    """scores (B, T, V) as the model returns them, target (B, T) token ids."""
-    log_p = log_probs_for_loss(scores, output_kind)  # (B, T, V)
+def annotated_kl_smoothing(log_p: Tensor, nll: Tensor, target: Tensor, pad: int, eps: float) -> Tensor:
+    """KL(t || p) per token to t = 1 - eps on the target, eps / (V - 2) elsewhere, 0 on padding."""
+    vocab = log_p.size(-1)
+    off = eps / (vocab - 2)
+    keep = torch.ones(vocab, dtype=torch.bool, device=log_p.device)
+    keep[pad] = False
+    # KL(t || p) = sum t log t - sum t log p; the first term is a constant per token.
+    entropy = (1 - eps) * math.log(1 - eps) + eps * math.log(off)
+    spread = -(log_p * keep).sum(dim=-1) + log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # -sum over others
+    return entropy + (1 - eps) * nll + off * spread
+
+
+def loss_sums(scores: Tensor, target: Tensor, head, pad: int, smoothing: float) -> LossSums:
+    """scores (B, T, V) as the model returns them, target (B, T) token ids; `head` is the model's
+    output head (`model.output`), which says how its scores become log-probabilities and how label
+    smoothing applies to them."""
+    log_p = head.log_probs(scores)  # (B, T, V) float32
     real = target.ne(pad)  # (B, T)
     nll = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (B, T)
-    if smoothing == 0:
-        loss = nll
-    elif output_kind == "logits":
-        loss = (1 - smoothing) * nll - smoothing * log_p.mean(dim=-1)
-    else:
-        vocab = log_p.size(-1)
-        off = smoothing / (vocab - 2)
-        keep = torch.ones(vocab, dtype=torch.bool, device=log_p.device)
-        keep[pad] = False
-        # KL(t || p) = sum t log t - sum t log p; the first term is a constant per token.
-        entropy = (1 - smoothing) * torch.log(torch.tensor(1 - smoothing)) + smoothing * torch.log(torch.tensor(off))
-        spread = -(log_p * keep).sum(dim=-1) + log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # -sum over others
-        loss = entropy + (1 - smoothing) * nll + off * spread
+    loss = nll if smoothing == 0 else head.smoothing(log_p, nll, target, pad, smoothing)
     real_f = real.to(loss.dtype)
     return LossSums((loss * real_f).sum(), (nll * real_f).sum(), int(real.sum()))

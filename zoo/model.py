@@ -5,10 +5,10 @@ Shapes: src (B, S) and tgt_in (B, T) token ids; memory (B, S, D); scores (B, T, 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 from torch import nn
-
-from dataclasses import dataclass, field
 
 from zoo.components.attention import KVCache
 from zoo.components.masks import AttentionMask, MaskConvention
@@ -46,6 +46,10 @@ class EncoderLayer(nn.Module):
         x = self.res_attn(x, lambda h: self.self_attn(h, h, mask))
         return self.res_ffn(x, self.ffn)
 
+    def wrapped(self) -> list[tuple[nn.Module, nn.Module]]:
+        """(residual wrapper, the sublayer it wraps) pairs, for `Residual.init_sublayer`."""
+        return [(self.res_attn, self.self_attn), (self.res_ffn, self.ffn)]
+
 
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the memory, then feed-forward.
@@ -65,6 +69,9 @@ class DecoderLayer(nn.Module):
         x = self.res_self(x, lambda h: self.self_attn(h, h, self_mask, self_cache))  # (B, T, D)
         x = self.res_cross(x, lambda h: self.cross_attn(h, memory, cross_mask, cross_cache))  # attends (B, S, D)
         return self.res_ffn(x, self.ffn)
+
+    def wrapped(self) -> list[tuple[nn.Module, nn.Module]]:
+        return [(self.res_self, self.self_attn), (self.res_cross, self.cross_attn), (self.res_ffn, self.ffn)]
 
 
 class Encoder(nn.Module):

@@ -40,7 +40,17 @@ def preset_names() -> list[str]:
     return list(preset_paths())
 
 
+def _merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `changes` applied table by table (a changed slot keeps its other options)."""
+    merged = dict(base)
+    for key, value in changes.items():
+        merged[key] = _merged(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+    return merged
+
+
 def preset_data(name: str) -> dict[str, Any]:
+    """A preset's fields; a preset with `extends = "NAME"` is that preset with its own fields changed
+    (how `writeup-001-as-written` restores 001's slips without copying 001)."""
     paths = preset_paths()
     if name not in paths:
         close = difflib.get_close_matches(name, list(paths), n=1)
@@ -49,4 +59,6 @@ def preset_data(name: str) -> dict[str, Any]:
             f"unknown preset {name!r} (and no such spec file){hint}; presets: {', '.join(paths) or 'none found'}"
         )
     with paths[name].open("rb") as handle:
-        return tomllib.load(handle)
+        data = tomllib.load(handle)
+    base = data.pop("extends", None)
+    return _merged(preset_data(base), data) if base is not None else data

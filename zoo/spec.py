@@ -142,6 +142,11 @@ def check_compatible(spec: ModelSpec) -> None:
             f"attention.kind: {spec.attention.kind!r} cannot honour mask.convention {spec.mask.convention!r} "
             "(it cannot zero blocked weights after the softmax); use attention.kind 'sdpa' or 'matmul'"
         )
+    if spec.impl("positional").relative_positions and not attention.supports_relative_positions:
+        raise IncompatibleComponents(
+            f"attention.kind: {spec.attention.kind!r} cannot honour positional.kind {spec.positional.kind!r} "
+            "(it has no hook to rotate queries and keys or bias their scores); use attention.kind 'sdpa' or 'matmul'"
+        )
 
 
 # -- errors ----------------------------------------------------------------------------------------

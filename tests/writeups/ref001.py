@@ -49,6 +49,8 @@ class ScaledDotProductAttention(nn.Module):
 
 
 class MultiHeadAttention(nn.Module):
+    as_written = False  # slip 3 restored when True (set by make)
+
     def __init__(self, model_dim=512, num_heads=8, dropout=0.0):
         super(MultiHeadAttention, self).__init__()
         self.dim_per_head = model_dim // num_heads
@@ -71,23 +73,33 @@ class MultiHeadAttention(nn.Module):
         value = self.linear_v(value)
         query = self.linear_q(query)  # (B, Lq, D)
 
-        # fix 3: (B, L, D) -> (B, L, H, Dh) -> (B, H, L, Dh) -> (B*H, L, Dh), batch-major
-        key = key.view(batch_size, -1, num_heads, dim_per_head).transpose(1, 2)
-        key = key.reshape(batch_size * num_heads, -1, dim_per_head)
-        value = value.view(batch_size, -1, num_heads, dim_per_head).transpose(1, 2)
-        value = value.reshape(batch_size * num_heads, -1, dim_per_head)
-        query = query.view(batch_size, -1, num_heads, dim_per_head).transpose(1, 2)
-        query = query.reshape(batch_size * num_heads, -1, dim_per_head)
+        if self.as_written:  # the seed's lines (slip 3), selected by make(..., as_written=True)
+            key = key.view(batch_size * num_heads, -1, dim_per_head)
+            value = value.view(batch_size * num_heads, -1, dim_per_head)
+            query = query.view(batch_size * num_heads, -1, dim_per_head)
+            if attn_mask is not None:
+                attn_mask = attn_mask.repeat(num_heads, 1, 1)
+        else:
+            # fix 3: (B, L, D) -> (B, L, H, Dh) -> (B, H, L, Dh) -> (B*H, L, Dh), batch-major
+            key = key.view(batch_size, -1, num_heads, dim_per_head).transpose(1, 2)
+            key = key.reshape(batch_size * num_heads, -1, dim_per_head)
+            value = value.view(batch_size, -1, num_heads, dim_per_head).transpose(1, 2)
+            value = value.reshape(batch_size * num_heads, -1, dim_per_head)
+            query = query.view(batch_size, -1, num_heads, dim_per_head).transpose(1, 2)
+            query = query.reshape(batch_size * num_heads, -1, dim_per_head)
 
-        if attn_mask is not None:  # fix 2
-            attn_mask = attn_mask.repeat_interleave(num_heads, dim=0)  # fix 3: (B, Lq, Lk) -> (B*H, Lq, Lk)
+            if attn_mask is not None:  # fix 2
+                attn_mask = attn_mask.repeat_interleave(num_heads, dim=0)  # fix 3: (B, Lq, Lk) -> (B*H, Lq, Lk)
 
         scale = (key.size(-1)) ** -0.5
         context, attention = self.dot_product_attention(query, key, value, scale, attn_mask)
 
-        # fix 3: (B*H, Lq, Dh) -> (B, H, Lq, Dh) -> (B, Lq, H*Dh)
-        context = context.view(batch_size, num_heads, -1, dim_per_head).transpose(1, 2)
-        context = context.reshape(batch_size, -1, dim_per_head * num_heads)
+        if self.as_written:
+            context = context.view(batch_size, -1, dim_per_head * num_heads)
+        else:
+            # fix 3: (B*H, Lq, Dh) -> (B, H, Lq, Dh) -> (B, Lq, H*Dh)
+            context = context.view(batch_size, num_heads, -1, dim_per_head).transpose(1, 2)
+            context = context.reshape(batch_size, -1, dim_per_head * num_heads)
 
         output = self.linear_final(context)
         output = self.dropout(output)
@@ -221,6 +233,8 @@ class Decoder(nn.Module):
 
 
 class Transformer(nn.Module):
+    as_written = False  # slip 7 restored when True (set by make)
+
     def __init__(self, src_vocab_size, src_max_len, tgt_vocab_size, tgt_max_len, num_layers=6, model_dim=512,
                  num_heads=8, ffn_dim=2048, dropout=0.2):
         super(Transformer, self).__init__()
@@ -230,7 +244,10 @@ class Transformer(nn.Module):
         self.softmax = nn.Softmax(dim=2)
 
     def forward(self, src_seq, src_len, tgt_seq, tgt_len):
-        context_attn_mask = padding_mask(src_seq, tgt_seq)  # fix 7: (B, T, S)
+        if self.as_written:  # slip 7 as the seed writes it: (B, S, T)
+            context_attn_mask = padding_mask(tgt_seq, src_seq)
+        else:
+            context_attn_mask = padding_mask(src_seq, tgt_seq)  # fix 7: (B, T, S)
         output, enc_self_attn = self.encoder(src_seq, src_len)
         output, dec_self_attn, ctx_attn = self.decoder(tgt_seq, tgt_len, output, context_attn_mask)
         output = self.linear(output)
@@ -239,7 +256,7 @@ class Transformer(nn.Module):
 
 
 # -- harness ---------------------------------------------------------------------------------------
-def make(spec, max_len: int | None = None) -> Transformer:
+def make(spec, max_len: int | None = None, as_written: bool = False) -> Transformer:
     """Transformer at the spec's sizes. One `num_layers` serves both stacks, and PAD is 0.
 
     `max_len` (default: the spec's positional table length) sizes the frozen position tables; they
@@ -248,8 +265,12 @@ def make(spec, max_len: int | None = None) -> Transformer:
     assert spec.encoder_layers == spec.decoder_layers, "001 has one num_layers for both stacks"
     assert spec.pad_id == 0, "001 hard-codes PAD = 0"
     max_len = spec.positional.max_len if max_len is None else max_len
-    return Transformer(spec.src_vocab, max_len, spec.tgt_vocab, max_len, num_layers=spec.encoder_layers,
-                       model_dim=spec.d_model, num_heads=spec.n_heads, ffn_dim=spec.d_ff, dropout=spec.dropout)
+    model = Transformer(spec.src_vocab, max_len, spec.tgt_vocab, max_len, num_layers=spec.encoder_layers,
+                        model_dim=spec.d_model, num_heads=spec.n_heads, ffn_dim=spec.d_ff, dropout=spec.dropout)
+    for module in model.modules():  # `as_written` restores slips 3 and 7, the two that change the function
+        if isinstance(module, (Transformer, MultiHeadAttention)):
+            module.as_written = as_written
+    return model
 
 
 def run(model: Transformer, src, tgt_in, pad_id: int):

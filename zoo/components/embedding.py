@@ -51,3 +51,22 @@ class LookupEmbedding(TokenEmbedding):
         if self.table.num_embeddings > self.vocab:
             state["extra_rows"] = self.table.weight[self.vocab :]
         return state
+
+
+class FixNormParams(EmbeddingParams):
+    radius: float = Field(1.0, gt=0, description="the length every embedding is fixed to, before the sqrt(d) scale")
+
+
+@register("embedding", "fixnorm", params=FixNormParams)
+class FixNormEmbedding(LookupEmbedding):
+    """FixNorm (Nguyen & Chiang 2018, used with ScaleNorm by Nguyen & Salazar 2019): each looked-up
+    embedding rescaled to a fixed length `radius` (then x sqrt(D) with `scale`); a tied output
+    projection uses the table itself."""
+
+    def __init__(self, vocab: int, d_model: int, params: FixNormParams, pad_id: int):
+        super().__init__(vocab, d_model, params, pad_id)
+        self.radius = params.radius
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.table(tokens)  # (B, L, D)
+        return x * (self.radius * self.scale / x.norm(dim=-1, keepdim=True).clamp_min(1e-12))

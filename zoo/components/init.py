@@ -20,6 +20,11 @@ class InitParams(SlotParams):
         description="every layer of a stack starts as a copy of the first, as copy.deepcopy of one initialised "
         "layer gives (000, and 002 through nn.TransformerEncoder/Decoder)",
     )
+    shared_prototypes: bool = Field(
+        False,
+        description="000 as written: every attention (encoder self, decoder self and cross) starts as a copy of one "
+        "prototype, and every FFN of both stacks as a copy of another",
+    )
 
 
 class Initializer:
@@ -31,7 +36,12 @@ class Initializer:
     def __call__(self, model: nn.Module) -> None:
         with torch.no_grad():
             self.initialize(model)
+            for layer in [*model.encoder.layers, *model.decoder.layers]:
+                for residual, sublayer in layer.wrapped():  # e.g. DeepNorm's beta-scaled weights
+                    residual.init_sublayer(sublayer)
             _zero_padding_rows(model)
+            if self.params.shared_prototypes:
+                _copy_prototypes(model)
             if self.params.identical_layers:
                 for stack in (model.encoder.layers, model.decoder.layers):
                     for layer in stack[1:]:
@@ -52,6 +62,17 @@ def _torch_defaults(module: nn.Module) -> None:
             reset()
         else:
             _torch_defaults(child)
+
+
+def _copy_prototypes(model: nn.Module) -> None:
+    """Load the first encoder layer's attention into every attention module, and its FFN into every FFN."""
+    first = model.encoder.layers[0]
+    attention, ffn = first.self_attn.state_dict(), first.ffn.state_dict()
+    for layer in [*model.encoder.layers, *model.decoder.layers]:
+        for name in ("self_attn", "cross_attn"):
+            if hasattr(layer, name):
+                getattr(layer, name).load_state_dict(attention)
+        layer.ffn.load_state_dict(ffn)
 
 
 def _zero_padding_rows(model: nn.Module) -> None:

@@ -33,9 +33,10 @@ different outputs for a fully padded source between training-mode and inference 
 
 Slips in the writeups, and what is implemented instead:
 - 001 builds its cross-attention mask as `padding_mask(tgt_seq, src_seq)`: shape (B, S, T), padding of
-  the *target* as keys. The intended mask, `padding_mask(src_seq, tgt_seq)` (B, T, S), is built here.
-  001 also repeats masks with `repeat(num_heads, 1, 1)` (head-major) while splitting heads batch-major;
-  the intended per-head broadcast is used.
+  the *target* as keys. The intended mask, `padding_mask(src_seq, tgt_seq)` (B, T, S), is built by
+  default; `cross_from_target = true` reproduces the slip. 001 also repeats masks with
+  `repeat(num_heads, 1, 1)` (head-major) while splitting heads batch-major; the intended per-head
+  broadcast is used unless `attention.heads = "view"` (both halves of that slip, in attention.py).
 - 003's comments say the source mask is (B,1,1,S) while `_get_pad_mask` first builds (B,1,S); the
   code's final `unsqueeze(1)` does give (B,1,1,S), which is built here.
 - 004's usage example passes a (B, T) padding-only target mask; the Annotated Transformer it follows
@@ -49,7 +50,9 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 import torch
+from pydantic import Field
 
+from zoo.errors import ZooError
 from zoo.registry import SlotParams, register, registry
 
 Tensor = torch.Tensor
@@ -69,10 +72,25 @@ class AttentionMask:
         zeros = torch.zeros(self.keep.shape, dtype=torch.float32, device=self.keep.device)
         return zeros.masked_fill(~self.keep, self.fill)
 
-    def last_query(self) -> "AttentionMask":
+    def last_query(self) -> AttentionMask:
         """The mask of the last query row only (step-by-step decoding): keep (B, 1, 1, Lk)."""
         keep = self.keep[..., -1:, :] if self.keep.size(-2) > 1 else self.keep
         return AttentionMask(keep, self.fill, self.rezero)
+
+    def for_kernel(self, dtype: torch.dtype, bias: Tensor | None = None) -> Tensor:
+        """The mask a fused kernel (F.scaled_dot_product_attention) takes: bool `keep` when blocked
+        scores are -inf and there is no `bias` (H, Lq, Lk) to add (ALiBi), else the additive float mask."""
+        if bias is None:
+            return self.keep if self.fill == float("-inf") else self.additive.to(dtype)
+        return self.additive.to(dtype) + bias.to(dtype)  # (B, H, Lq, Lk)
+
+    def repeated_head_major(self, n_heads: int) -> AttentionMask:
+        """001 as written: masks repeated with `repeat(n_heads, 1, 1)` (row h * B + b) while heads are
+        split batch-major (row b * H + h), so head h of sequence b gets the mask of sequence (b * H + h) mod B."""
+        keep = self.keep.expand(self.keep.size(0), n_heads, *self.keep.shape[2:])  # (B, H, Lq, Lk)
+        batch = keep.size(0)
+        rows = torch.arange(batch * n_heads, device=keep.device) % batch
+        return AttentionMask(keep[:, 0][rows].view_as(keep), self.fill, self.rezero)
 
     @cached_property
     def has_key(self) -> Tensor:
@@ -100,7 +118,7 @@ class TorchMasks(NamedTuple):
 class NativeMasks:
     """The masks in the writeup's own form; `canonical()` converts them."""
 
-    convention: "MaskConvention"
+    convention: MaskConvention
     enc_self: Any
     dec_self: Any | None
     dec_cross: Any | None
@@ -182,7 +200,14 @@ class BoolBlockedRezero(MaskConvention):
         return ~native
 
 
-@register("mask", "uint8-expanded")
+class Uint8Params(SlotParams):
+    cross_from_target: bool = Field(
+        False, description="001 as written: the cross-attention mask is padding_mask(tgt_seq, src_seq), (B, S, T), "
+        "target padding as keys; it fits only when S == T"
+    )
+
+
+@register("mask", "uint8-expanded", params=Uint8Params)
 class Uint8Expanded(MaskConvention):
     """001: True/1 = blocked, expanded to (B, Lq, Lk); padding + uint8 sequence mask summed, then > 0; fill -inf."""
 
@@ -202,8 +227,12 @@ class Uint8Expanded(MaskConvention):
         return torch.gt(self._padding(tgt_pad, length) + sequence, 0)  # (B, T, T) bool
 
     def cross(self, src_pad: Tensor, tgt_pad: Tensor) -> Tensor:
-        # Intended padding_mask(src_seq, tgt_seq); 001 writes padding_mask(tgt_seq, src_seq) (see module doc).
-        return self._padding(src_pad, tgt_pad.size(1))  # (B, T, S)
+        if self.params is not None and self.params.cross_from_target:  # padding_mask(tgt_seq, src_seq)
+            if src_pad.size(1) != tgt_pad.size(1):
+                raise ZooError(f"mask.cross_from_target: 001's cross-attention mask (B, S, T) fits the (B, T, S) "
+                               f"scores only when S == T (got S = {src_pad.size(1)}, T = {tgt_pad.size(1)})")
+            return self._padding(tgt_pad, src_pad.size(1))  # (B, S, T): target padding as keys
+        return self._padding(src_pad, tgt_pad.size(1))  # (B, T, S): the intended padding_mask(src_seq, tgt_seq)
 
     def to_canonical(self, native: Tensor) -> Tensor:
         return ~native.bool().unsqueeze(1)  # (B, 1, Lq, Lk)

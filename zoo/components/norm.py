@@ -1,5 +1,8 @@
 """Slot `norm`: the normalisation used by residual wrappers, final norms and the optional input norm.
 
+LayerNorm (torch's and the Annotated Transformer's), RMSNorm (Zhang & Sennrich 2019) and ScaleNorm
+(Nguyen & Salazar 2019).
+
 Shape: (..., D) -> (..., D) for every implementation.
 """
 
@@ -66,3 +69,47 @@ class AnnotatedLayerNorm(Norm):
 
     def canonical_state(self) -> dict[str, torch.Tensor]:
         return {"weight": self.weight, "bias": self.bias}
+
+
+class RMSNormParams(SlotParams):
+    eps: float = Field(1e-6, gt=0, description="added to the mean square inside the square root")
+
+
+@register("norm", "rmsnorm", params=RMSNormParams)
+class RMSNorm(Norm):
+    """RMSNorm (Zhang & Sennrich 2019): g * x / sqrt(mean(x^2) + eps); no centring, no bias.
+
+    The same function as torch.nn.RMSNorm(dim, eps), written out (tested against it).
+    """
+
+    def __init__(self, dim: int, params: RMSNormParams):
+        super().__init__(dim, params)
+        self.eps = params.eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+    def reset_parameters(self) -> None:
+        nn.init.ones_(self.weight)
+
+
+class ScaleNormParams(SlotParams):
+    eps: float = Field(1e-5, gt=0, description="lower bound on the norm ||x||")
+
+
+@register("norm", "scalenorm", params=ScaleNormParams)
+class ScaleNorm(Norm):
+    """ScaleNorm (Nguyen & Salazar 2019, "Transformers without Tears"): g * x / max(||x||, eps) with
+    ONE learned scalar g, initialised to sqrt(d) (so a unit-RMS vector keeps its length)."""
+
+    def __init__(self, dim: int, params: ScaleNormParams):
+        super().__init__(dim, params)
+        self.dim, self.eps = dim, params.eps
+        self.g = nn.Parameter(torch.tensor(float(dim) ** 0.5))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.g * x / x.norm(dim=-1, keepdim=True).clamp_min(self.eps)
+
+    def reset_parameters(self) -> None:
+        nn.init.constant_(self.g, float(self.dim) ** 0.5)

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
+from zoo.loss import annotated_kl_smoothing, uniform_smoothing
 from zoo.registry import SlotParams, register, registry
 
 
@@ -19,7 +20,13 @@ class OutputParams(SlotParams):
 
 
 class OutputHead(nn.Module):
-    """Base class: a (V, D) projection, optionally tied to an embedding table, then `scores`."""
+    """Base class: a (V, D) projection, optionally tied to an embedding table, then `scores`.
+
+    A head owns what training needs from it (zoo/loss.py): `log_probs` and `smoothing`, the
+    per-token label-smoothed loss for its kind of scores (cross-entropy's by default).
+    """
+
+    smoothing = staticmethod(uniform_smoothing)
 
     def __init__(self, d_model: int, vocab: int, params: OutputParams, tied_weight: nn.Parameter | None = None):
         super().__init__()
@@ -57,7 +64,9 @@ class Logits(OutputHead):
 
 @register("output", "log-softmax", params=OutputParams)
 class LogSoftmax(OutputHead):
-    """Log-probabilities (000, 004), trained with KL-divergence / NLL."""
+    """Log-probabilities (000, 004), trained with the Annotated Transformer's KL-divergence."""
+
+    smoothing = staticmethod(annotated_kl_smoothing)
 
     def scores(self, logits: torch.Tensor) -> torch.Tensor:
         return F.log_softmax(logits, dim=-1)
@@ -68,10 +77,17 @@ class LogSoftmax(OutputHead):
 
 @register("output", "softmax", params=OutputParams)
 class Softmax(OutputHead):
-    """Probabilities (001 ends in nn.Softmax); log of them underflows to -inf for tiny probabilities."""
+    """Probabilities (001 ends in nn.Softmax), trained with the KL-divergence of 000 and 004.
+
+    log(p) is taken with p clamped at the smallest normal float: an underflowed probability gives a
+    large finite loss (and score) instead of -inf.
+    """
+
+    smoothing = staticmethod(annotated_kl_smoothing)
 
     def scores(self, logits: torch.Tensor) -> torch.Tensor:
         return F.softmax(logits, dim=-1)
 
     def log_probs(self, scores: torch.Tensor) -> torch.Tensor:
-        return torch.log(scores.float())
+        scores = scores.float()
+        return torch.log(scores.clamp_min(torch.finfo(scores.dtype).tiny))

@@ -1,6 +1,10 @@
-"""Slot `positional`: position information added to the embedded tokens, then dropout.
+"""Slot `positional`: position information added to the embedded tokens, then dropout; or, for
+relative schemes (rotary, ALiBi), given to self-attention instead.
 
 Shape: x (B, L, D), tokens (B, L) -> (B, L, D). `offset` shifts positions for step-by-step decoding.
+A relative scheme's `relative()` returns a `RelativePositions` that every attention module gets:
+it rotates self-attention queries and keys (B, H, L, Dh) or adds a bias (H, Lq, Lk) to their scores.
+Cross-attention gets neither. It holds no parameters and no buffers (computed on the device used).
 """
 
 from __future__ import annotations
@@ -14,6 +18,23 @@ from torch import nn
 from zoo.errors import ZooError
 from zoo.registry import SlotParams, register, registry
 
+Tensor = torch.Tensor
+
+
+class RelativePositions:
+    """No relative positions: the identity rotation and no score bias (absolute schemes)."""
+
+    def rotate(self, x: Tensor, offset: int) -> Tensor:
+        """x (B, H, L, Dh) at positions offset .. offset + L - 1."""
+        return x
+
+    def bias(self, len_q: int, len_k: int, device: torch.device) -> Tensor | None:
+        """(H, Lq, Lk) added to the scores; queries are the last Lq of the Lk positions."""
+        return None
+
+
+NO_POSITIONS = RelativePositions()
+
 
 class PositionalParams(SlotParams):
     dropout: float | None = Field(None, ge=0, lt=1, description="dropout on embedding + position; None = spec.dropout")
@@ -22,6 +43,12 @@ class PositionalParams(SlotParams):
 
 class Positional(nn.Module):
     """Base class: forward(x, tokens, offset=0) adds positions and applies dropout."""
+
+    relative_positions: bool = False  # whether attention must honour `relative()`
+
+    @classmethod
+    def relative(cls, params: PositionalParams, n_heads: int, d_head: int) -> RelativePositions:
+        return NO_POSITIONS
 
     def __init__(self, d_model: int, params: PositionalParams, dropout: float, pad_id: int):
         super().__init__()
@@ -90,3 +117,73 @@ class Learned(Positional):
         self.check_length(offset + tokens.size(1))
         positions = torch.arange(offset, offset + tokens.size(1), device=tokens.device)
         return self.dropout(x + self.table(positions))  # (L, D) broadcast over B
+
+
+class RelativeOnly(Positional):
+    """Base of relative schemes: nothing is added to the embeddings (only dropout)."""
+
+    relative_positions = True
+
+    def forward(self, x: Tensor, tokens: Tensor, offset: int = 0) -> Tensor:
+        self.check_length(offset + tokens.size(1))
+        return self.dropout(x)
+
+
+class RotaryParams(PositionalParams):
+    base: float = Field(10000.0, gt=1, description="theta_i = base^(-2i/Dh), the paper's 10000")
+
+
+class RotaryPositions(RelativePositions):
+    """Rotates each pair (x[2i], x[2i+1]) by the angle position * base^(-2i/Dh) (Su et al. 2021, eq. 34)."""
+
+    def __init__(self, d_head: int, base: float):
+        self.d_head, self.base = d_head, base
+
+    def rotate(self, x: Tensor, offset: int) -> Tensor:
+        length = x.size(-2)
+        inv_freq = self.base ** (-torch.arange(0, self.d_head, 2, device=x.device, dtype=torch.float32) / self.d_head)
+        angle = torch.arange(offset, offset + length, device=x.device, dtype=torch.float32)[:, None] * inv_freq  # (L, Dh/2)
+        cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+        even, odd = x[..., 0::2], x[..., 1::2]  # (B, H, L, Dh/2)
+        return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)  # (B, H, L, Dh)
+
+
+@register("positional", "rotary", params=RotaryParams)
+class Rotary(RelativeOnly):
+    """Rotary position embedding, RoFormer (Su et al. 2021): queries and keys rotated by position,
+    so q_m . k_n depends on m - n only. Applied in self-attention, not cross-attention."""
+
+    @classmethod
+    def relative(cls, params: RotaryParams, n_heads: int, d_head: int) -> RelativePositions:
+        return RotaryPositions(d_head, params.base)
+
+
+def alibi_slopes(n_heads: int) -> list[float]:
+    """The geometric head slopes 2^(-8/n), 2^(-16/n), ...; for n not a power of two, those of the
+    nearest lower power of two and then every other slope of the next one (Press et al. 2022, sec. 3)."""
+    lower = 2 ** math.floor(math.log2(n_heads))
+    slopes = [2 ** (-8 * (i + 1) / lower) for i in range(lower)]
+    extra = [2 ** (-8 * (i + 1) / (2 * lower)) for i in range(2 * lower)][0::2]
+    return slopes + extra[: n_heads - lower]
+
+
+class ALiBiPositions(RelativePositions):
+    """Adds -m_h * |i - j| to head h's scores (the decoder's mask keeps j <= i, where it is -m_h (i - j))."""
+
+    def __init__(self, n_heads: int):
+        self.slopes = alibi_slopes(n_heads)
+
+    def bias(self, len_q: int, len_k: int, device: torch.device) -> Tensor:
+        query = torch.arange(len_k - len_q, len_k, device=device)[:, None]  # (Lq, 1) the last Lq positions
+        distance = (query - torch.arange(len_k, device=device)[None, :]).abs().float()  # (Lq, Lk)
+        return -torch.tensor(self.slopes, device=device)[:, None, None] * distance  # (H, Lq, Lk)
+
+
+@register("positional", "alibi", params=PositionalParams)
+class ALiBi(RelativeOnly):
+    """Attention with Linear Biases (Press et al. 2022): no position embedding, a per-head linear
+    distance penalty on self-attention scores; symmetric |i - j| in the (bidirectional) encoder."""
+
+    @classmethod
+    def relative(cls, params: PositionalParams, n_heads: int, d_head: int) -> RelativePositions:
+        return ALiBiPositions(n_heads)

@@ -133,7 +133,7 @@ class Trainer:
             src, tgt_in, tgt_out = src.to(self.device), tgt_in.to(self.device), tgt_out.to(self.device)
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=c.precision == "bf16"):
                 scores = model(src, tgt_in)  # (B, T, V)
-            sums = loss_sums(scores, tgt_out, self.spec.output.kind, pad, c.label_smoothing)
+            sums = loss_sums(scores, tgt_out, model.output, pad, c.label_smoothing)
             (sums.loss / total).backward()
             loss_sum, nll_sum = loss_sum + sums.loss.item(), nll_sum + sums.nll.item()
         # the norm is logged either way; clip_norm 0 or None: measured, not clipped
