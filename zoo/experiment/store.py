@@ -125,9 +125,36 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): value}
 
 
+def normalise(recorded: dict[str, Any]) -> dict[str, Any]:
+    """A recorded definition read by today's code: fields added to zoo since it was written take their
+    defaults, which are what the record was made with (a new option's default keeps the old behaviour);
+    a part that today's code rejects is left as it is, and will differ."""
+    from zoo.data import TaskConfig
+    from zoo.experiment.config import DecodeSettings
+    from zoo.spec import validate_spec
+    from zoo.train import TrainConfig
+
+    readers = {
+        "spec": lambda v: validate_spec(v).model_dump(mode="json", exclude={"name", "description", "notes"}),
+        "task": lambda v: TaskConfig(**v).model_dump(mode="json", exclude={"data_dir"}),
+        "train": lambda v: TrainConfig.model_validate(v).model_dump(mode="json"),
+        "decode": lambda v: DecodeSettings.model_validate(v).model_dump(mode="json"),
+    }
+    out = dict(recorded)
+    for key, read in readers.items():
+        if isinstance(recorded.get(key), dict):
+            try:
+                out[key] = read(recorded[key])
+            except (ZooError, ValueError):
+                pass
+    return out
+
+
 def changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """'train.steps: 40 -> 80' for every field whose value differs; an unknown data fingerprint on
-    either side is not a change (it could not be checked)."""
+    """'train.steps: 40 -> 80' for every field whose value differs between a recorded definition (read
+    by today's code, see `normalise`) and the current one; an unknown data fingerprint on either side
+    is not a change (it could not be checked)."""
+    old = normalise(old)
     if old.get("data") is None or new.get("data") is None:
         old, new = {k: v for k, v in old.items() if k != "data"}, {k: v for k, v in new.items() if k != "data"}
     a, b = _flat(old), _flat(new)
