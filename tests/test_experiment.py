@@ -61,7 +61,8 @@ def test_empty_grid_and_bad_baseline_are_rejected(tmp_path):
     ('variant = "a"\nagainst = "zzz"', "findings\\[0\\].against: 'zzz'"),
 ])
 def test_findings_must_name_variants(tmp_path, finding, field):
-    text = BASE.format(variant="", task="", train="") + f'[[findings]]\nkind = "direction"\n{finding}\nexpect = "better"\nclaim = "c"\nsource = "s"\n'
+    text = BASE.format(variant="", task="", train="") + (
+        f'[[findings]]\nkind = "direction"\n{finding}\nexpect = "better"\nclaim = "c"\nsource = "s"\n')
     with pytest.raises(ExperimentError, match=field):
         load_experiment(write(tmp_path, text))
 

@@ -7,6 +7,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from zoo.report.outcomes import (
+    newcombe,
     COMPLETE,
     DIVERGED,
     FAILED,
@@ -81,3 +82,10 @@ def test_curve_area():
     assert curve_area([20, 0, 10], [10, 0, 10]) == pytest.approx(7.5)  # order does not matter
     assert curve_area([0, 10, 20], [5, np.nan, 5]) == pytest.approx(5.0)
     assert math.isnan(curve_area([0], [1]))
+
+
+def test_newcombe_interval_matches_the_published_example():
+    # Newcombe (1998), Statistics in Medicine 17:873-890: 56/70 vs 48/80, method 10 gives 0.0524 to 0.3339
+    low, high = newcombe(48, 80, 56, 70)
+    assert (round(low, 4), round(high, 4)) == (0.0524, 0.3339)
+    assert newcombe(0, 5, 5, 5)[1] == 1.0  # stays inside [-1, 1] at the extremes

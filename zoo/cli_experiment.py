@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 from pathlib import Path
 
@@ -15,7 +16,7 @@ RECORDS = store.RECORDS
 
 console = Console()
 errors = Console(stderr=True)
-TERMINAL_OMITS = {"p", "sentence-bootstrap p (test set only)", "stalled", "diverged", "failed", "vs baseline: Fisher p"}
+TERMINAL_OMITS = {"stalled", "diverged", "failed", "vs baseline: Fisher p", "Δ unstable [95% CI]"}
 
 
 # -- zoo run ---------------------------------------------------------------------------------------
@@ -61,7 +62,7 @@ def _report_command(args: argparse.Namespace) -> str:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from zoo.report import ReportError, build_report
-    from zoo.report.tables import comparison_rows, outcome_rows
+    from zoo.report.tables import outcome_rows, terminal_rows
 
     experiment = load_experiment(args.experiment)
     _, out = _places(args, experiment)
@@ -73,7 +74,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         path, report = build_report(experiment, records, out, _report_command(args))
     for found in report.tasks:
         for title, (header, rows) in (("outcomes", outcome_rows(experiment, found)),
-                                      ("against the baseline", comparison_rows(experiment, found))):
+                                      ("against the baseline", terminal_rows(experiment, found))):
             if not rows:
                 continue
             shown = [i for i, name in enumerate(header) if name not in TERMINAL_OMITS]  # all are in report.md
@@ -81,7 +82,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             for i in shown:
                 table.add_column(header[i], justify="left" if i == 0 else "right", no_wrap=i == 0)
             for row in rows:
-                table.add_row(*(row[i] for i in shown))
+                table.add_row(*(re.sub(r"\*\*(.+?)\*\*", r"[bold]\1[/]", row[i]) for i in shown))
             console.print(table)
     print(path)
     return 0
@@ -89,7 +90,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from zoo.report import ReportError
-    from zoo.report.analysis import Analyst, is_text
+    from zoo.report.analysis import Analyst
     from zoo.report.collect import collect, load_records
     from zoo.report.tables import plan_rows
 
@@ -104,10 +105,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         found = analyst.task(task, [])
         effect = args.effect if args.effect is not None else task.target_effect
         header, rows = plan_rows(experiment, found, effect)
+        analysis = experiment.config.analysis
         table = Table(title=f"{experiment.name} / {task.key}: seeds needed on {task.primary_metric} "
-                            f"(alpha {experiment.config.analysis.alpha:g}, power {experiment.config.analysis.power:.0%}, "
-                            "from the observed seed spread; sentence variation of corpus metrics not included)",
-                      title_justify="left")
+                            f"(alpha {analysis.alpha:g}, power {analysis.power:.0%}, from the observed seed "
+                            "spread; sentence variation of corpus metrics not included)", title_justify="left")
         for i, column in enumerate(header):
             table.add_column(column, justify="left" if i == 0 else "right")
         for row in rows:
@@ -118,7 +119,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def _experiment_arguments(parser) -> None:
     """EXPERIMENT and --out, the same for `zoo run` and `zoo report` (which must agree on where records live)."""
-    parser.add_argument("experiment", metavar="EXPERIMENT", help="experiment file, or the name of experiments/NAME.toml")
+    parser.add_argument("experiment", metavar="EXPERIMENT",
+                        help="experiment file, or the name of experiments/NAME.toml")
     parser.add_argument("--out", metavar="DIR", help="the report folder, with the records in DIR/records "
                         "(default reports/<experiment name>)")
 

@@ -44,7 +44,6 @@ from zoo.spec import ModelSpec, load_spec
 from zoo.train import TrainConfig, check_fits
 
 
-
 class ExperimentError(ZooError):
     """An experiment file is invalid; the message names the field."""
 
@@ -121,7 +120,8 @@ class TaskEntry(BaseModel):
         from zoo.data.config import parse_name
 
         if parse_name(self.name).kind == "text":
-            raise ValueError(f"primary: {self.primary!r} is a synthetic-task metric; translation tasks use bleu or chrf")
+            raise ValueError(f"primary: {self.primary!r} is a synthetic-task metric; translation tasks use bleu "
+                             "or chrf")
         return self
 
 
@@ -175,8 +175,9 @@ class Finding(BaseModel):
                     "margin; failure-rate: more/fewer stalled or diverged runs; same-function: answered by the "
                     "equivalence check, not by training")
     variant: str = Field(description="variant label compared with the baseline (or with `against`)")
-    against: str | None = Field(None, description="variant label it is compared with instead of the baseline, for "
-                                                  "claims about a pair (e.g. post-norm vs pre-norm, both without warmup)")
+    against: str | None = Field(None, description="variant label it is compared with instead of the baseline, "
+                                                  "for claims about a pair (e.g. post-norm vs pre-norm, both without "
+                                                  "warmup)")
     task: str | None = Field(None, description="task label (default: every task)")
     metric: str | None = Field(None, description="results column (default: the task's primary metric)")
     expect: str = Field(description="direction: better | worse; equivalence: equivalent; failure-rate: more "
@@ -203,13 +204,15 @@ class ExperimentConfig(BaseModel):
     name: str = Field(description="names runs/<name>/ and reports/<name>/")
     description: str = ""
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
-    baseline: str | None = Field(None, description="label of the variant others are compared against (default: the first)")
+    baseline: str | None = Field(None, description="label of the variant others are compared against "
+                                                   "(default: the first)")
     shared: dict[str, Any] = Field(default_factory=dict, description="spec overrides applied to every variant")
     variants: list[Variant] = Field(min_length=1)
     tasks: list[TaskEntry] = Field(min_length=1)
     train: dict[str, Any] = Field(default_factory=dict, description="TrainConfig fields for every run")
     decode: DecodeSettings = Field(default_factory=DecodeSettings)
-    data_dir: str | None = Field(None, description="folder of parallel corpora (default: $ZOO_DATA_DIR or ../shared/data)")
+    data_dir: str | None = Field(None, description="folder of parallel corpora "
+                                                   "(default: $ZOO_DATA_DIR or ../shared/data)")
     findings: list[Finding] = Field(default_factory=list, description="published claims the report checks")
     analysis: Analysis = Field(default_factory=Analysis)
 

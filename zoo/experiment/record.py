@@ -31,8 +31,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from zoo.rundir import METRICS, SPEC, SUMMARY, TASK, TEST, RunError, atomic_write, read_hypotheses, read_metrics, \
-    read_table
+from zoo.rundir import (
+    METRICS,
+    SPEC,
+    SUMMARY,
+    TASK,
+    TEST,
+    RunError,
+    atomic_write,
+    read_hypotheses,
+    read_metrics,
+    read_table,
+)
 
 FORMAT = 1
 MAX_BYTES = 2 * 1024 * 1024

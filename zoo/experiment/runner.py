@@ -72,8 +72,8 @@ class Cell:
 
 
 def cells(experiment, runs_root: Path, records_root: Path, concurrent: int = 1) -> list[Cell]:
-    return [Cell(str(experiment.path.resolve()), experiment.name, variant, task.key, seed, str(Path(runs_root).resolve()),
-                 str(Path(records_root).resolve()), concurrent)
+    runs, kept = str(Path(runs_root).resolve()), str(Path(records_root).resolve())
+    return [Cell(str(experiment.path.resolve()), experiment.name, variant, task.key, seed, runs, kept, concurrent)
             for variant, task, seed in experiment.grid()]
 
 

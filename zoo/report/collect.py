@@ -34,9 +34,8 @@ import pandas as pd
 
 from zoo.data.config import parse_name
 from zoo.errors import ZooError
-from zoo.experiment import Experiment
+from zoo.experiment import Experiment, store
 from zoo.experiment import record as records
-from zoo.experiment import store
 from zoo.experiment.config import TaskEntry
 from zoo.rundir import RunError
 

@@ -18,7 +18,6 @@ the two is never erased.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 

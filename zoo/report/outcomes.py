@@ -122,6 +122,27 @@ class FailureComparison:
     difference: float  # variant rate − baseline rate
     odds_ratio: float  # variant odds / baseline odds (sample odds ratio; inf or 0 at empty cells)
     p_value: float  # Fisher's exact test, two-sided
+    ci_low: float = math.nan  # Newcombe's interval of the difference (hybrid Wilson score, method 10)
+    ci_high: float = math.nan
+
+
+def wilson(count: int, n: int, alpha: float = ALPHA) -> tuple[float, float]:
+    """Wilson score interval of a proportion."""
+    z = float(scipy_stats.norm.ppf(1 - alpha / 2))
+    p = count / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def newcombe(base_count: int, base_n: int, count: int, n: int, alpha: float = ALPHA) -> tuple[float, float]:
+    """Interval of p_variant − p_baseline from the two Wilson intervals (Newcombe 1998, method 10):
+    it stays inside [−1, 1] and behaves at 0/n and n/n, where the Wald interval collapses."""
+    p1, p2 = count / n, base_count / base_n
+    l1, u1 = wilson(count, n, alpha)
+    l2, u2 = wilson(base_count, base_n, alpha)
+    d = p1 - p2
+    return (d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2))
 
 
 def compare_failures(baseline_count: int, baseline_n: int, variant_count: int, variant_n: int,
@@ -132,7 +153,8 @@ def compare_failures(baseline_count: int, baseline_n: int, variant_count: int, v
         return FailureComparison(base, var, math.nan, math.nan, math.nan)
     table = [[variant_count, variant_n - variant_count], [baseline_count, baseline_n - baseline_count]]
     odds, p = scipy_stats.fisher_exact(table, alternative="two-sided")
-    return FailureComparison(base, var, var.rate - base.rate, float(odds), float(p))
+    low, high = newcombe(baseline_count, baseline_n, variant_count, variant_n, alpha)
+    return FailureComparison(base, var, var.rate - base.rate, float(odds), float(p), low, high)
 
 
 def first_reach(steps: Sequence[float], values: Sequence[float], threshold: float,

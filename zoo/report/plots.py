@@ -92,7 +92,7 @@ def seed_values(experiment: Experiment, found: TaskAnalysis, analyst: Analyst, p
     its 95% CI beside them; seeds that stalled or diverged are drawn as crosses at the bottom."""
     task, metric = found.task, found.primary
     colors = _colors(experiment)
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(colors) + 2), 4.5))
+    fig, ax = plt.subplots(figsize=(max(7, 1.1 * len(colors) + 2), 4.5))
     for x, variant in enumerate(colors):
         values = analyst.values(task, variant, metric)
         jitter = [x + 0.08 * (i - (len(values) - 1) / 2) for i in range(len(values))]
@@ -108,7 +108,7 @@ def seed_values(experiment: Experiment, found: TaskAnalysis, analyst: Analyst, p
     ax.set_xticks(range(len(colors)), [f"{v}\n({len(analyst.trained(task, v))} trained)" for v in colors], fontsize=8)
     ax.set(ylabel=f"test {label(metric)} ({UNITS[metric]})", xlabel="variant (seeds that trained)",
            title=f"{experiment.name} / {task.key}: test {label(metric)} per seed\n"
-                 "dot: one seed; black bar: mean and 95% CI over the trained seeds; red cross: stalled/diverged")
+                 "dot: a seed that trained; bar: mean and 95% CI; red cross: a stalled or diverged seed")
     ax.grid(axis="y", alpha=0.3)
     if ax.get_legend_handles_labels()[1]:
         ax.legend(fontsize=8)
@@ -116,28 +116,42 @@ def seed_values(experiment: Experiment, found: TaskAnalysis, analyst: Analyst, p
 
 
 def effects(experiment: Experiment, found: TaskAnalysis, path: Path) -> Path:
-    """Forest plot: each variant's difference from the baseline on the primary metric with its 95% CI,
-    the equivalence margin as a band, verdicts in the labels."""
+    """Forest plots against the baseline: the primary metric's difference with its 95% CI and the
+    equivalence margin as a band (left); the difference in the share of unstable runs with its
+    Newcombe interval (right). Labels carry the verdicts."""
+    from zoo.report.tables import verdict_text
+
     task = found.task
     rows = list(found.comparisons.items())
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.45 * max(len(rows), 1)))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 1.6 + 0.5 * max(len(rows), 1)), sharey=True)
     for y, (variant, c) in enumerate(rows):
         r = c.result
         if math.isnan(r.ci_low):
-            ax.scatter([r.difference], [y], marker="o", facecolors="none", edgecolors="grey")
+            left.scatter([0 if math.isnan(r.difference) else r.difference], [y], marker="o", facecolors="none",
+                         edgecolors="grey")
         else:
-            ax.errorbar(r.difference, y, xerr=[[r.difference - r.ci_low], [r.ci_high - r.difference]], fmt="o",
-                        color="black", capsize=3)
+            left.errorbar(r.difference, y, xerr=[[r.difference - r.ci_low], [r.ci_high - r.difference]], fmt="o",
+                          color="black", capsize=3)
+        test = found.failure_tests.get(variant)
+        if test is not None and not math.isnan(test.difference):
+            right.errorbar(100 * test.difference, y, xerr=[[100 * (test.difference - test.ci_low)],
+                                                           [100 * (test.ci_high - test.difference)]],
+                           fmt="s", color="firebrick", capsize=3)
     if task.margin is not None:
-        ax.axvspan(-task.margin, task.margin, color="green", alpha=0.12, label=f"equivalence margin ±{task.margin:g}")
-        ax.legend(fontsize=8, loc="lower right")
-    ax.axvline(0, color="grey", linewidth=1)
-    ax.set_yticks(range(len(rows)), [f"{v}: {c.result.verdict}" for v, c in rows], fontsize=8)
-    ax.invert_yaxis()
-    ax.set(xlabel=f"difference from {experiment.config.baseline_label} in test {label(found.primary)} "
-                  f"({UNITS[found.primary]})",
-           title=f"{experiment.name} / {task.key}: effects on the primary metric (95% CI; hollow: too few seeds)")
-    ax.grid(axis="x", alpha=0.3)
+        left.axvspan(-task.margin, task.margin, color="green", alpha=0.12, label=f"equivalence margin ±{task.margin:g}")
+        left.legend(fontsize=8, loc="lower right")
+    analysis = experiment.config.analysis
+    left.set_yticks(range(len(rows)), [f"{v}: {verdict_text(c, analysis.min_seeds, short=True)}" for v, c in rows],
+                    fontsize=8)
+    left.invert_yaxis()
+    left.set(xlabel=f"Δ test {label(found.primary)} vs {experiment.config.baseline_label} ({UNITS[found.primary]})",
+             title="quality of the runs that trained (95% CI; hollow: no verdict)")
+    right.set(xlabel=f"Δ share of unstable runs vs {experiment.config.baseline_label} (points)",
+              title="instability: stalled + diverged (95% CI)")
+    for ax in (left, right):
+        ax.axvline(0, color="grey", linewidth=1)
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle(f"{experiment.name} / {task.key}: effects against the baseline")
     return _save(fig, path)
 
 

@@ -24,16 +24,24 @@ import pandas as pd
 
 from zoo.atomic import write_text_atomic
 from zoo.experiment import Experiment
-from zoo.experiment.config import TaskEntry
 from zoo.report import findings as fnd
-from zoo.report import outcomes as oc
 from zoo.report import plots
 from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, is_text
 from zoo.report.collect import STATUSES, collect, curves, load_records
 from zoo.report.equiv import Matrix, equivalence_matrix, matrix_markdown
 from zoo.report.inference import benjamini_hochberg, holm, verdict
-from zoo.report.tables import (comparison_rows, descriptive_metrics, descriptive_rows, fmt, fmt_difference, fmt_interval, fmt_p, label,
-                               md_table, outcome_rows, quality_rows, task_metrics)
+from zoo.report.tables import (
+    comparison_rows,
+    descriptive_metrics,
+    descriptive_rows,
+    fmt_effect,
+    fmt_p,
+    label,
+    md_table,
+    outcome_rows,
+    quality_rows,
+    task_metrics,
+)
 
 
 @dataclass
@@ -148,7 +156,7 @@ def provenance(report: Report) -> list[str]:
 
 
 def grid_status(report: Report) -> list[str]:
-    frame, experiment = report.frame, report.experiment
+    frame = report.frame
     counts = Counter(frame.status)
     lines = [f"{len(frame)} runs planned: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]) + ".", ""]
     problems = frame[~frame.status.isin(["complete", "diverged"])]
@@ -215,8 +223,7 @@ def placebo_section(report: Report) -> list[str]:
         if significant:
             flagged.append(f"{a} vs {b} on {task}")
         equivalent = comparison.equivalence.equivalent if comparison.equivalence else None
-        rows.append([task, f"{b} − {a}", f"{fmt_difference(r.difference, comparison.metric)} "
-                                         f"{fmt_interval(r.ci_low, r.ci_high, comparison.metric, True)}",
+        rows.append([task, f"{b} − {a}", fmt_effect(r.difference, r.ci_low, r.ci_high, comparison.metric),
                      fmt_p(r.p_adjusted), "—" if equivalent is None else ("yes" if equivalent else "not shown"),
                      "**SIGNIFICANT: the report's verdicts are suspect**" if significant else "not significant"])
     lines = ["Variants the equivalence check proves to compute the same function, trained alike: any difference "
@@ -252,8 +259,8 @@ def method_section(report: Report) -> list[str]:
         "- Outcomes: complete, stalled (complete but the primary validation metric ended below the task's floor), "
         "diverged (a non-finite loss), failed (raised). Quality uses complete runs only; instability (stalled + "
         "diverged) has a Clopper–Pearson interval and is compared with the baseline by Fisher's exact test.",
-        "- Per-seed metrics: Welch's t-test and interval (Welch–Satterthwaite df); with unequal seed counts the p-value "
-        "is the larger of Welch's and an exact permutation p. Corpus metrics (BLEU, chrF, exact match) add "
+        "- Per-seed metrics: Welch's t-test and interval (Welch–Satterthwaite df); with unequal seed counts the "
+        "p-value is the larger of Welch's and an exact permutation p. Corpus metrics (BLEU, chrF, exact match) add "
         "test-sentence variation: variance = Welch seed variance of the per-seed scores + paired sentence-bootstrap "
         "variance (1000 resamples), Satterthwaite df. The sentence-only bootstrap p is shown for reference: it "
         "holds the trained models fixed and sees no seed variation.",

@@ -61,6 +61,14 @@ def fmt_interval(low: float, high: float, column: str = "", signed: bool = False
     return "—" if math.isnan(low) else f"[{show(low, column)}, {show(high, column)}]"
 
 
+def fmt_effect(difference: float, low: float, high: float, column: str = "") -> str:
+    """'+1.20 [-0.40, +2.80]': a difference with its interval (just the difference if it has none)."""
+    if difference is None or math.isnan(difference):
+        return "—"
+    interval = "" if math.isnan(low) else " " + fmt_interval(low, high, column, signed=True)
+    return fmt_difference(difference, column) + interval
+
+
 def fmt_rate(rate: oc.Rate) -> str:
     if not rate.n:
         return "—"
@@ -89,12 +97,22 @@ def mean_interval(values: list[float], column: str, min_seeds: int, alpha: float
     return f"{fmt(mean, column)} {interval}" + ("*" if clipped else "")
 
 
-def verdict_text(comparison: Comparison, min_seeds: int) -> str:
-    """The plain-words verdict of a primary comparison, never stronger than its statistics."""
+def verdict_text(comparison: Comparison, min_seeds: int, short: bool = False) -> str:
+    """The plain-words verdict of a primary comparison, never stronger than its statistics
+    (`short`: the terminal's version, details left to report.md)."""
     result = comparison.result
+    if short:
+        if result.verdict == FEW:
+            return f"no verdict ({result.n_variant} v {result.n_baseline} trained seeds)"
+        if result.verdict in (BETTER, WORSE):
+            return result.verdict
+        if comparison.equivalence is not None and comparison.equivalence.equivalent:
+            return f"equivalent ±{comparison.equivalence.margin:g}"
+        return f"none > {fmt(comparison.mde, comparison.metric)} detectable"
     if result.verdict == FEW:
-        return (f"no verdict: {result.n_baseline} v {result.n_variant} trained seeds (< {min_seeds}); "
-                f"per seed {per_seed(comparison.per_seed[1])} vs {per_seed(comparison.per_seed[0])}")
+        return (f"no verdict: {result.n_variant} v {result.n_baseline} trained seeds (< {min_seeds}); per seed "
+                f"{comparison.variant}: {per_seed(comparison.per_seed[1])}, {comparison.reference}: "
+                f"{per_seed(comparison.per_seed[0])}")
     if result.verdict in (BETTER, WORSE):
         return f"**{result.verdict}**"
     if comparison.equivalence is not None and comparison.equivalence.equivalent:
@@ -105,7 +123,7 @@ def verdict_text(comparison: Comparison, min_seeds: int) -> str:
 
 def outcome_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
     header = ["variant", "complete", "stalled", "diverged", "failed", "unstable (stalled + diverged)",
-              "vs baseline: Fisher p", "adjusted p", "verdict"]
+              "Δ unstable [95% CI]", "vs baseline: Fisher p", "adjusted p", "verdict"]
     rows = []
     for variant in (v.label for v in experiment.config.variants):
         counts = {state: sorted(s for s, o in found.outcomes[variant].items() if o == state)
@@ -119,7 +137,9 @@ def outcome_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[str]
             verdict = ("**more unstable**" if test.difference > 0 else "**less unstable**") \
                 if adjusted < experiment.config.analysis.alpha else "no detectable difference"
         name = variant + (" (baseline)" if variant == experiment.config.baseline_label else "")
-        rows.append([name, *cells, fmt_rate(found.instability[variant]),
+        change = "—" if test is None or math.isnan(test.difference) else \
+            f"{100 * test.difference:+.0f} points [{100 * test.ci_low:+.0f}, {100 * test.ci_high:+.0f}]"
+        rows.append([name, *cells, fmt_rate(found.instability[variant]), change,
                      fmt_p(test.p_value) if test else "—", fmt_p(adjusted), verdict])
     return header, rows
 
@@ -145,9 +165,13 @@ def quality_rows(experiment: Experiment, found: TaskAnalysis, frame, metrics: li
         cells = [mean_interval(analyst.values(task, variant, c), c, min_seeds) for c in columns]
         if task.threshold is not None:
             km = found.survival[variant]
-            cells.append(f"{fmt(km.median, 'steps')} {fmt_interval(km.ci_low, km.ci_high, 'steps')} "
-                         f"({km.reached}/{km.n} reached)" if km.n else "—")
-        rows.append([name, str(len(seeds)), *cells])
+            cells.append("—" if not km.n else f"not reached ({km.reached}/{km.n})" if math.isinf(km.median) else
+                         f"{fmt(km.median, 'steps')} {fmt_interval(km.ci_low, km.ci_high, 'steps')} "
+                         f"({km.reached}/{km.n} reached)")
+        others = {o for o in found.outcomes[variant].values()} - {oc.COMPLETE}
+        missing = ", ".join(f"{sum(o == state for o in found.outcomes[variant].values())} {state}"
+                            for state in sorted(others))
+        rows.append([name, str(len(seeds)) + (f" ({missing})" if missing else ""), *cells])
     return header, rows
 
 
@@ -166,8 +190,7 @@ def comparison_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[s
             equivalence = ("equivalent" if c.equivalence.equivalent else "not shown") + \
                 f" (p {fmt_p(c.equivalence.p_value)})"
         sentence = getattr(r, "test_set_only", None)
-        rows.append([variant, f"{fmt_difference(r.difference, c.metric)} "
-                              f"{fmt_interval(r.ci_low, r.ci_high, c.metric, signed=True)}",
+        rows.append([variant, fmt_effect(r.difference, r.ci_low, r.ci_high, c.metric),
                      fmt_p(r.p_value), fmt_p(r.p_adjusted), verdict_text(c, analysis.min_seeds),
                      fmt(c.prob_better), fmt(c.eps_min), fmt(c.mde, c.metric),
                      str(c.seeds_needed) if c.seeds_needed else ("—" if r.verdict == FEW else "> 100"),
@@ -182,8 +205,8 @@ def descriptive_rows(found: TaskAnalysis, metrics: list[str]) -> tuple[list[str]
         cells = []
         for metric in metrics:
             r = results.get(metric)
-            cells.append("—" if r is None or r.verdict == FEW else
-                         f"{fmt_difference(r.difference, metric)} {fmt_interval(r.ci_low, r.ci_high, metric, True)}")
+            few = r is None or r.verdict == FEW
+            cells.append("—" if few else fmt_effect(r.difference, r.ci_low, r.ci_high, metric))
         rows.append([variant, *cells])
     return header, rows
 
@@ -227,4 +250,15 @@ def plan_rows(experiment: Experiment, found: TaskAnalysis, effect: float) -> tup
         needed = seeds_needed(sd_b, sd_v, effect, analysis.alpha, analysis.power)
         rows.append([variant, f"{len(base)}, {len(other)}", f"{fmt(sd_b)}, {fmt(sd_v)}", fmt(c.mde, c.metric),
                      str(needed) if needed else "more than 100"])
+    return header, rows
+
+
+def terminal_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
+    """The verdicts, narrow enough for a terminal (report.md has every column)."""
+    analysis = experiment.config.analysis
+    header = ["variant", f"Δ {label(found.primary)} [95% CI]", "adjusted p", "verdict", "P(better)",
+              "detectable Δ"]
+    rows = [[variant, fmt_effect(c.result.difference, c.result.ci_low, c.result.ci_high, c.metric),
+             fmt_p(c.result.p_adjusted), verdict_text(c, analysis.min_seeds, short=True), fmt(c.prob_better),
+             fmt(c.mde, c.metric)] for variant, c in found.comparisons.items()]
     return header, rows
