@@ -279,3 +279,36 @@ def test_zoo_report_cli_prints_tables_and_refuses_a_folder_without_records(fake,
     assert "against the baseline" in printed and "report.md" in printed
     assert main(["report", str(experiment.path), "--out", str(tmp_path)]) == 2
     assert "holds no records/ folder" in capsys.readouterr().err
+
+
+# -- the committed quickstart: a real small experiment ----------------------------------------------
+ROOT = Path(__file__).resolve().parent.parent
+QUICKSTART = ROOT / "reports" / "quickstart"
+
+
+@pytest.fixture(scope="module")
+def quickstart():
+    experiment = load_experiment(ROOT / "experiments" / "quickstart.toml")
+    return experiment, analyse(experiment, QUICKSTART / "records")
+
+
+def test_the_committed_quickstart_records_are_current_and_complete(quickstart):
+    experiment, report = quickstart
+    assert set(report.frame.status) == {"complete"}, report.frame[["variant", "seed", "status", "reason"]]
+
+
+def test_in_a_real_experiment_the_placebo_is_equivalent_and_the_real_effect_is_called(quickstart):
+    _, report = quickstart
+    found = report.tasks[0]
+    placebo = found.comparisons["pre-norm-conv1d"]
+    assert placebo.verdict == "no detectable difference" and placebo.equivalence.equivalent
+    assert found.failure_adjusted["post-norm"] < 0.05 and found.failure_tests["post-norm"].difference > 0
+    assert found.failure_tests["post-norm"].ci_low > 0  # the interval of the effect excludes no effect
+
+
+def test_the_committed_quickstart_report_regenerates_from_its_records(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the report names the experiment file relative to where it is made
+    experiment = load_experiment(Path("experiments/quickstart.toml"))
+    path, _ = build_report(experiment, QUICKSTART / "records", tmp_path, "zoo report experiments/quickstart.toml")
+    committed = (QUICKSTART / "report.md").read_text().split("\n")
+    assert path.read_text().split("\n")[1:] == committed[1:], "regenerate it: zoo report experiments/quickstart.toml"
