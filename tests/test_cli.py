@@ -6,9 +6,8 @@ import sys
 
 import pytest
 
-from zoo.registry import registry
-
 from zoo.cli import main
+from zoo.registry import registry
 
 TINY = ["--set", "d_model=32", "--set", "n_heads=4", "--set", "d_ff=48", "--set", "encoder_layers=1",
         "--set", "decoder_layers=1", "--set", "src_vocab=30", "--set", "tgt_vocab=30"]

@@ -36,8 +36,10 @@ def test_an_unknown_key_in_a_nested_table_lists_that_tables_keys(tmp_path):
     with pytest.raises(ZooError) as err:
         load_experiment(path)
     message = str(err.value)
-    assert "variants.1.lable: unknown key; did you mean 'variants.1.label'? (valid keys: base, label, set, train)" in message
-    assert "decode.beams: unknown key; did you mean 'decode.beam'? (valid keys: alpha, beam, max_extra, max_ratio)" in message
+    assert ("variants.1.lable: unknown key; did you mean 'variants.1.label'? "
+            "(valid keys: base, label, set, train)") in message
+    assert ("decode.beams: unknown key; did you mean 'decode.beam'? "
+            "(valid keys: alpha, beam, max_extra, max_ratio)") in message
 
 
 def test_top_level_unknown_keys_still_list_the_top_level(tmp_path):

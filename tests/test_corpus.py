@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from sacrebleu.metrics import BLEU
 
-from zoo.report.corpus import TEST_SET_ONLY, compare_corpus, corpus_tost, resampled_scores, sentence_bootstrap
 from zoo.experiment.record import sentence_statistics
+from zoo.report.corpus import TEST_SET_ONLY, compare_corpus, corpus_tost, resampled_scores, sentence_bootstrap
 from zoo.report.stats import FEW, resample_counts
 
 ALPHA = 0.05
@@ -60,7 +60,8 @@ def test_fields_and_real_bleu():
     refs = ["the cat sat on the mat", "the dog barked", "hello there world", "it rains today", "good morning all"]
     worse = ["the cat sat", "a cat", "hello", "it is", "good"]
     base = [sentence_stats(worse, refs), sentence_stats(worse[:4] + ["morning"], refs), sentence_stats(worse, refs)]
-    var = [sentence_stats(hyps, refs), sentence_stats(hyps[:4] + ["good morning all"], refs), sentence_stats(hyps, refs)]
+    var = [sentence_stats(hyps, refs), sentence_stats(hyps[:4] + ["good morning all"], refs),
+           sentence_stats(hyps, refs)]
     def bleu(stats):
         return BLEU()._compute_score_from_stats(stats).score
     result = compare_corpus(base, var, bleu, resamples=300)

@@ -40,7 +40,8 @@ def test_incremental_step_scores_equal_full_decoding(preset, convention):
     with torch.no_grad():
         full = model.log_probs(model(src, tgt_in))
         memory, state = model.encode(src), model.start_decoding()
-        steps = [model.log_probs(model.decode_step(tgt_in[:, : t + 1], memory, src, state)) for t in range(tgt_in.size(1))]
+        steps = [model.log_probs(model.decode_step(tgt_in[:, : t + 1], memory, src, state))
+                 for t in range(tgt_in.size(1))]
     assert (full - torch.cat(steps, dim=1)).abs().max().item() <= 1e-5
 
 
@@ -85,15 +86,17 @@ def test_an_exhaustive_beam_returns_the_best_normalised_hypothesis():
     alpha, limit = 0.6, 3
     config = DecodeConfig(beam=256, alpha=alpha, max_ratio=0.0, max_extra=limit)
     tokens = [t for t in range(7) if t != EOS]
+
+    def score(src, hyp, ends):
+        log_p = model.log_probs(model(src, torch.tensor([[BOS, *hyp]])))[0]  # (len + 1, V)
+        target = hyp + ([EOS] if ends else [])
+        return sum(log_p[i, t].item() for i, t in enumerate(target)) / length_penalty(len(hyp), alpha)
+
     for src in (torch.tensor([[4, 5, 6, 3]]), torch.tensor([[6, 1, 3, 0]])):
         with torch.no_grad():
-            def score(hyp, ends):
-                log_p = model.log_probs(model(src, torch.tensor([[BOS, *hyp]])))[0]  # (len + 1, V)
-                target = hyp + ([EOS] if ends else [])
-                return sum(log_p[i, t].item() for i, t in enumerate(target)) / length_penalty(len(hyp), alpha)
-
-            candidates = [(score(list(h), True), list(h)) for n in range(limit) for h in itertools.product(tokens, repeat=n)]
-            candidates += [(score(list(h), False), list(h)) for h in itertools.product(tokens, repeat=limit)]
+            candidates = [(score(src, list(h), True), list(h))
+                          for n in range(limit) for h in itertools.product(tokens, repeat=n)]
+            candidates += [(score(src, list(h), False), list(h)) for h in itertools.product(tokens, repeat=limit)]
         best = max(candidates)[1]
         assert beam_search(model, src, BOS, EOS, config) == [best]
 
@@ -114,5 +117,6 @@ def test_every_component_decodes_cached_as_uncached(entry):
     with torch.no_grad():
         full = model.log_probs(model(src, tgt_in))
         memory, state = model.encode(src), model.start_decoding()
-        steps = [model.log_probs(model.decode_step(tgt_in[:, : t + 1], memory, src, state)) for t in range(tgt_in.size(1))]
+        steps = [model.log_probs(model.decode_step(tgt_in[:, : t + 1], memory, src, state))
+                 for t in range(tgt_in.size(1))]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)

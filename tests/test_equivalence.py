@@ -37,8 +37,10 @@ EQUIVALENT = {
 }
 
 NOT_EQUIVALENT = {
-    "post-norm-vs-pre-norm": ({"residual.kind": "post-norm"}, {"residual.kind": "pre-norm", "residual.final_norm": False}),
-    "post-norm-vs-pre-norm-final-norm": ({"residual.kind": "post-norm"}, {"residual.kind": "pre-norm", "residual.final_norm": True}),
+    "post-norm-vs-pre-norm": ({"residual.kind": "post-norm"},
+                              {"residual.kind": "pre-norm", "residual.final_norm": False}),
+    "post-norm-vs-pre-norm-final-norm": ({"residual.kind": "post-norm"},
+                                         {"residual.kind": "pre-norm", "residual.final_norm": True}),
     "layernorm-vs-annotated": ({"norm.kind": "layernorm"}, {"norm.kind": "layernorm-annotated"}),
     "embedding-scale-on-vs-off": ({"embedding.scale": True}, {"embedding.scale": False}),
     "relu-vs-gelu": ({"ffn.activation": "relu"}, {"ffn.activation": "gelu"}),

@@ -25,7 +25,8 @@ def test_lowercase_bleu_ignores_case_and_cased_does_not():
     scores = score(FakeTask("bleu"), ["A MAN RIDES A HORSE ."], ["a man rides a horse ."])
     assert scores["bleu_lowercase"] == pytest.approx(100.0)
     assert scores["bleu"] < 10
-    assert scores["chrf"] == pytest.approx(sacrebleu.corpus_chrf(["A MAN RIDES A HORSE ."], [["a man rides a horse ."]]).score)
+    assert scores["chrf"] == pytest.approx(
+        sacrebleu.corpus_chrf(["A MAN RIDES A HORSE ."], [["a man rides a horse ."]]).score)
 
 
 def test_exact_match_and_token_accuracy():

@@ -21,7 +21,8 @@ TINY = {"d_model": 16, "n_heads": 2, "d_ff": 32, "encoder_layers": 1, "decoder_l
 
 # -- numbers ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("override, field", [
-    ({"steps": True}, "steps"), ({"lr": math.inf}, "lr"), ({"lr": math.nan}, "lr"), ({"weight_decay": math.nan}, "weight_decay"),
+    ({"steps": True}, "steps"), ({"lr": math.inf}, "lr"), ({"lr": math.nan}, "lr"),
+    ({"weight_decay": math.nan}, "weight_decay"),
     ({"eps": 0.0}, "eps"), ({"eps": math.inf}, "eps"), ({"clip_norm": math.inf}, "clip_norm"),
     ({"label_smoothing": math.nan}, "label_smoothing"), ({"betas": [2.0, 0.98]}, "betas.0"),
     ({"betas": [0.9, 1.0]}, "betas.1"), ({"betas": [-0.1, 0.9]}, "betas.0"), ({"epochs": math.nan}, "epochs"),
@@ -83,7 +84,8 @@ def test_synthetic_symbols_one_is_refused_up_front():
 
 def test_synthetic_lengths_beyond_the_positional_table_fail_before_training():
     spec = zoo.load_spec("paper-base", {"positional.max_len": 30})
-    with pytest.raises(DataError, match=r"up to 40 tokens need 41 positions \(with eos or bos\), more than positional.max_len = 30"):
+    with pytest.raises(DataError, match=r"up to 40 tokens need 41 positions \(with eos or bos\), "
+                                        r"more than positional.max_len = 30"):
         check_fits(spec, TaskConfig(name="long-copy"))
 
 
@@ -115,7 +117,8 @@ def test_a_sentence_too_long_for_the_model_names_file_and_line(tmp_path):
     task = toy_task(tmp_path)
     with pytest.raises(DataError) as err:
         fit_to_task(toy_spec(task), task)
-    assert str(err.value) == (f"{tmp_path / 'data' / 'toy' / 'test.xx'}:4: 40 tokens, longer than positional.max_len = 20 "
+    assert str(err.value) == (f"{tmp_path / 'data' / 'toy' / 'test.xx'}:4: 40 tokens, "
+                              "longer than positional.max_len = 20 "
                               'allows (19 + eos/bos); set long_sentences = "truncate" or "skip"')
 
 

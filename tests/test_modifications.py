@@ -53,7 +53,8 @@ def test_fixnorm_fixes_every_embedding_length():
 
 
 # -- GLU feed-forwards ---------------------------------------------------------------------------
-@pytest.mark.parametrize("name, gate", [("reglu", F.relu), ("geglu", F.gelu), ("swiglu", lambda t: t * torch.sigmoid(t))])
+@pytest.mark.parametrize("name, gate", [("reglu", F.relu), ("geglu", F.gelu),
+                                        ("swiglu", lambda t: t * torch.sigmoid(t))])
 def test_glu_variants_formula(name, gate):
     impl, params = make("ffn", name)
     ffn = impl(8, 12, params, dropout=0.0)

@@ -21,8 +21,9 @@ from zoo.train import load_train_config
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
-SPEC_KEYS = ["d_model", "n_heads", "d_ff", "encoder_layers", "dropout", "pad_id", "src_vocab", "name", "ffn", "ffn.kind",
-             "attention", "mask.convention", "positional.max_len", "embedding.sharing", "residual", "d_modle"]
+SPEC_KEYS = ["d_model", "n_heads", "d_ff", "encoder_layers", "dropout", "pad_id", "src_vocab", "name", "ffn",
+             "ffn.kind", "attention", "mask.convention", "positional.max_len", "embedding.sharing", "residual",
+             "d_modle"]
 TRAIN_KEYS = ["steps", "epochs", "minutes", "lr", "betas", "eps", "weight_decay", "label_smoothing", "clip_norm",
               "warmup", "batch_tokens", "seed", "device", "schedule", "stesp", "threads"]
 TASK_KEYS = ["symbols", "min_len", "max_len", "train_size", "valid_size", "test_size", "seed", "long_sentences",
@@ -192,11 +193,13 @@ def test_zoo_show_is_a_table_or_one_line_exit_2(tmp_path_factory, capsys, case, 
 
 
 def test_render_makes_valid_toml():  # the generator itself: unmutated TOML documents parse
-    assert tomllib.loads(render(".toml", {"d_model": 3, "ffn": {"kind": "x"}}).decode()) == {"d_model": 3, "ffn": {"kind": "x"}}
+    document = {"d_model": 3, "ffn": {"kind": "x"}}
+    assert tomllib.loads(render(".toml", document).decode()) == document
 
 
 @pytest.mark.parametrize("argv", [["show", "paper-base", "--set", "d_model"], ["show", "no-such-preset"],
-                                  ["train", "paper-base", "--task", "copyy", "--train", "steps=1", "--out", "/nonexistent/x"]])
+                                  ["train", "paper-base", "--task", "copyy", "--train", "steps=1",
+                                   "--out", "/nonexistent/x"]])
 def test_cli_user_errors_are_one_line(capsys, argv):
     assert main(argv) == 2
     err = capsys.readouterr().err

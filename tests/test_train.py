@@ -72,7 +72,8 @@ def test_logits_loss_is_torch_label_smoothed_cross_entropy():
     logits, target = torch.randn(3, 5, 11), torch.randint(1, 11, (3, 5))
     target[0, 3:] = 0
     sums = loss_sums(logits, target, make_head("logits"), pad=0, smoothing=0.1)
-    expected = F.cross_entropy(logits.view(-1, 11), target.view(-1), ignore_index=0, label_smoothing=0.1, reduction="sum")
+    expected = F.cross_entropy(logits.view(-1, 11), target.view(-1), ignore_index=0, label_smoothing=0.1,
+                               reduction="sum")
     assert sums.loss.item() == pytest.approx(expected.item(), rel=1e-5)
     assert sums.nll.item() == pytest.approx(F.cross_entropy(logits.view(-1, 11), target.view(-1), ignore_index=0,
                                                             reduction="sum").item(), rel=1e-5)
@@ -110,7 +111,8 @@ def test_softmax_head_stays_finite_when_a_probability_underflows():
 # -- config -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("data, field", [
     ({}, "steps"), ({"schedule": "linear-decay", "minutes": 1, "steps": None}, "schedule"),
-    ({"steps": 5, "warmpu": 10}, "did you mean 'warmup'"), ({"steps": 0}, "steps"), ({"steps": 5, "precision": "fp8"}, "precision"),
+    ({"steps": 5, "warmpu": 10}, "did you mean 'warmup'"), ({"steps": 0}, "steps"),
+    ({"steps": 5, "precision": "fp8"}, "precision"),
 ])
 def test_train_config_errors_name_the_field(tmp_path, data, field):
     path = tmp_path / "train.json"
@@ -142,7 +144,8 @@ def test_clip_norm_zero_logs_the_gradient_norm_without_clipping(tmp_path):
     task = copy_task()
     logged = {}
     for clip in (0, 1e-3):
-        Trainer(tiny_spec(task), task, quick_config(clip_norm=clip, steps=3), tmp_path / str(clip), progress=False).run()
+        Trainer(tiny_spec(task), task, quick_config(clip_norm=clip, steps=3), tmp_path / str(clip),
+                progress=False).run()
         logged[clip] = [r for r in metrics(tmp_path / str(clip)) if "event" not in r]
     # the same first step (same seed and batch): the same gradient norm, measured before any clipping
     assert logged[0][0]["grad_norm"] == pytest.approx(logged[1e-3][0]["grad_norm"]) and logged[0][0]["grad_norm"] > 1e-3

@@ -12,8 +12,8 @@ import pytest
 TRAIN = [sys.executable, "-m", "zoo", "train", "paper-base", "--task", "copy", "--no-progress",
          "--set", "d_model=16", "--set", "n_heads=2", "--set", "d_ff=32",
          "--set", "encoder_layers=1", "--set", "decoder_layers=1",
-         "--task-set", "symbols=8", "--task-set", "min_len=3", "--task-set", "max_len=6", "--task-set", "train_size=300",
-         "--task-set", "valid_size=30", "--task-set", "test_size=30",
+         "--task-set", "symbols=8", "--task-set", "min_len=3", "--task-set", "max_len=6",
+         "--task-set", "train_size=300", "--task-set", "valid_size=30", "--task-set", "test_size=30",
          "--train", "batch_tokens=256", "--train", "warmup=10", "--train", "lr=0.003", "--train", "device='cpu'",
          "--train", "eval_interval=40", "--train", "eval_sentences=20", "--train", "checkpoint_interval=10",
          "--train", "threads=1"]
@@ -54,10 +54,12 @@ def test_kill_minus_nine_then_resume_gives_the_uninterrupted_numbers(tmp_path):
 @pytest.mark.slow
 def test_train_translate_evaluate(tmp_path):
     run_dir = tmp_path / "run"
-    trained = subprocess.run(TRAIN + ["--train", "steps=30", "--out", str(run_dir)], env=ENV, capture_output=True, text=True)
+    trained = subprocess.run(TRAIN + ["--train", "steps=30", "--out", str(run_dir)],
+                             env=ENV, capture_output=True, text=True)
     assert trained.returncode == 0, trained.stderr
     assert "complete after" in trained.stdout
-    for name in ("spec.json", "train.json", "metrics.jsonl", "checkpoint.safetensors", "summary.json", "task/task.json"):
+    for name in ("spec.json", "train.json", "metrics.jsonl", "checkpoint.safetensors", "summary.json",
+                 "task/task.json"):
         assert (run_dir / name).exists(), name
 
     translated = subprocess.run([sys.executable, "-m", "zoo", "translate", str(run_dir), "--beam", "2"],
@@ -65,7 +67,8 @@ def test_train_translate_evaluate(tmp_path):
     assert translated.returncode == 0, translated.stderr
     assert len(translated.stdout.splitlines()) == 2
 
-    evaluated = subprocess.run([sys.executable, "-m", "zoo", "evaluate", str(run_dir), "--split", "test", "--beam", "2"],
+    evaluated = subprocess.run([sys.executable, "-m", "zoo", "evaluate", str(run_dir),
+                                "--split", "test", "--beam", "2"],
                                env=ENV, capture_output=True, text=True)
     assert evaluated.returncode == 0, evaluated.stderr
     result = json.loads((run_dir / "eval-test-beam2.json").read_text())

@@ -24,8 +24,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from zoo.build import build
 from zoo.interop import to_torch
-from zoo.spec import ModelSpec, load_spec
 from zoo.loss import loss_sums
+from zoo.spec import ModelSpec, load_spec
 
 Tensor = torch.Tensor
 
@@ -75,6 +75,13 @@ def training_step(model, optimizer, batch, pad: int, bf16: bool) -> int:
     (sums.loss / sums.tokens).backward()
     optimizer.step()
     return sums.tokens
+
+
+def _training_rounds(model, optimizer, batches, pad: int, bf16: bool, steps: int) -> Callable[[], int]:
+    """One round of `steps` training steps, cycling through `batches`; returns the tokens trained on."""
+    def go() -> int:
+        return sum(training_step(model, optimizer, batches[i % len(batches)], pad, bf16) for i in range(steps))
+    return go
 
 
 def _interleaved(contenders: dict[str, Callable[[], int]], rounds: int) -> dict[str, list[float]]:
@@ -136,16 +143,12 @@ def run(config: BenchConfig = BenchConfig(), report: Callable[[str], None] = pri
         optimizers = {name: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
                       for name, m in (("zoo", zoo_model), ("torch", torch_model))}
         models = {"zoo": zoo_model, "torch": torch_model}
+        contenders = {name: _training_rounds(models[name], optimizers[name], batches, pad, bf16,
+                                             config.steps_per_round) for name in ("zoo", "torch")}
 
-        def contender(name: str) -> Callable[[], int]:
-            def go() -> int:
-                return sum(training_step(models[name], optimizers[name], batches[i % len(batches)],
-                                         pad, bf16) for i in range(config.steps_per_round))
-            return go
-
-        contender("zoo")(), contender("torch")()  # warm-up
+        contenders["zoo"](), contenders["torch"]()  # warm-up
         report(f"training, {precision}: {config.rounds} interleaved rounds")
-        rates = _interleaved({"zoo": contender("zoo"), "torch": contender("torch")}, config.rounds)
+        rates = _interleaved(contenders, config.rounds)
         results[f"train_{precision}_zoo_tok_s"] = statistics.median(rates["zoo"])
         results[f"train_{precision}_torch_tok_s"] = statistics.median(rates["torch"])
         results[f"train_{precision}_ratio"] = _ratio(rates, "zoo", "torch")

@@ -36,7 +36,8 @@ def _spec(name: str, assignments: list[str] | None) -> ModelSpec:
 def _options(entry) -> str:
     key = registry.slot(entry.slot).key
     fields = {k: f for k, f in entry.config.model_fields.items() if k != key}
-    return ", ".join(f"{k}={f.default!r}" if f.default is not None or not f.is_required() else k for k, f in fields.items())
+    return ", ".join(f"{k}={f.default!r}" if f.default is not None or not f.is_required() else k
+                     for k, f in fields.items())
 
 
 def _supports(entry) -> str:
@@ -89,7 +90,8 @@ def _counts_table(spec: ModelSpec, title: str) -> Table:
 
 def cmd_show(args: argparse.Namespace) -> int:
     spec = _spec(args.spec, args.set)
-    console.print(Panel(f"[bold]{spec.name}[/bold]  digest [cyan]{spec.digest()}[/cyan]\n{spec.description}", expand=False))
+    console.print(Panel(f"[bold]{spec.name}[/bold]  digest [cyan]{spec.digest()}[/cyan]\n{spec.description}",
+                        expand=False))
     if args.diff:
         other = _spec(args.diff, args.set_other)
         rows = diff(spec, other)
@@ -123,7 +125,8 @@ def cmd_equiv(args: argparse.Namespace) -> int:
     with console.status("building, transplanting and comparing..."):
         verdict = equivalence(spec_a, spec_b, seed=args.seed, tolerance=args.tolerance)
     rows = diff(spec_a, spec_b)
-    changed = ", ".join(f"{f}: {json.dumps(a)} -> {json.dumps(b)}" for f, a, b in rows) or "no model-defining field differs"
+    changed = (", ".join(f"{f}: {json.dumps(a)} -> {json.dumps(b)}" for f, a, b in rows)
+               or "no model-defining field differs")
     style, word = ("green", "EQUIVALENT") if verdict.equivalent else ("red", "NOT EQUIVALENT")
     console.print(Panel(
         f"[bold {style}]{word}[/bold {style}]\n"

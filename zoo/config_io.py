@@ -54,7 +54,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
     except OSError as err:
         raise SpecError(f"{path}: cannot read the file ({err.strerror})") from None
     except UnicodeDecodeError as err:
-        raise SpecError(f"{path}: not UTF-8 text (byte {err.start}: {err.reason}); config files must be UTF-8") from None
+        raise SpecError(f"{path}: not UTF-8 text (byte {err.start}: {err.reason}); "
+                        "config files must be UTF-8") from None
     try:
         if path.suffix == ".toml":
             data = tomllib.loads(text)

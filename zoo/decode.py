@@ -111,7 +111,8 @@ def length_penalty(length: int, alpha: float) -> float:
 
 
 @torch.no_grad()
-def beam_search(model: Seq2Seq, src: Tensor, bos: int, eos: int, config: DecodeConfig = DecodeConfig(beam=4)) -> list[list[int]]:
+def beam_search(model: Seq2Seq, src: Tensor, bos: int, eos: int,
+                config: DecodeConfig = DecodeConfig(beam=4)) -> list[list[int]]:
     """Beam search over a batch of sources (B, S); the best finished hypothesis by GNMT-normalised score.
 
     Each step keeps the `beam` best continuations that do not end in EOS and moves those that do

@@ -67,8 +67,10 @@ def transplant(model: nn.Module, spec: ModelSpec | str | Path, *, strict: bool =
         dropped=[n for n in source_state if n not in target_state],
     )
     if strict and (report.missing or report.dropped):
-        names = [f"{n} (only in the target)" for n in report.missing] + [f"{n} (only in the source)" for n in report.dropped]
-        raise NotTransplantable(f"parameters without a counterpart: {', '.join(names)}", report.missing + report.dropped)
+        names = ([f"{n} (only in the target)" for n in report.missing]
+                 + [f"{n} (only in the source)" for n in report.dropped])
+        raise NotTransplantable(f"parameters without a counterpart: {', '.join(names)}",
+                                report.missing + report.dropped)
 
     groups: dict[tuple, list[str]] = {}
     for name, tensor in target_state.items():
@@ -147,7 +149,8 @@ def equivalence(spec_a: ModelSpec | str | Path, spec_b: ModelSpec | str | Path, 
     for field_name in ("src_vocab", "tgt_vocab", "pad_id"):
         if getattr(spec_a, field_name) != getattr(spec_b, field_name):
             return Verdict(False, math.inf, f"{field_name} differs ({getattr(spec_a, field_name)} vs "
-                           f"{getattr(spec_b, field_name)}): the two models do not share an input/output space", tolerance)
+                           f"{getattr(spec_b, field_name)}): the two models do not share an input/output space",
+                           tolerance)
     generator = torch.Generator().manual_seed(seed)
     model_a = build(spec_a, seed=seed)
     genericize(model_a, generator)
@@ -177,7 +180,8 @@ def equivalence(spec_a: ModelSpec | str | Path, spec_b: ModelSpec | str | Path, 
         unmatched += f"; A's {', '.join(report.dropped)} had no counterpart in B"
     equivalent = worst <= tolerance  # False for NaN
     relation = "<=" if equivalent else ">"
-    reason = f"max |log p_A - log p_B| = {worst:.3g} {relation} {tolerance:g} over {positions} target positions{unmatched}"
+    reason = (f"max |log p_A - log p_B| = {worst:.3g} {relation} {tolerance:g} "
+              f"over {positions} target positions{unmatched}")
     if math.isnan(worst):
         reason = f"NaN in the log-probabilities over {positions} target positions{unmatched}"
     return Verdict(equivalent, worst, reason, tolerance, positions, tuple(report.missing), tuple(report.dropped))

@@ -16,8 +16,8 @@ import torch
 
 from zoo.data import Task, collate, token_batches
 from zoo.decode import DecodeConfig, decode
-from zoo.model import Seq2Seq
 from zoo.loss import loss_sums
+from zoo.model import Seq2Seq
 
 
 def _batches(task: Task, split: str, batch_tokens: int, limit: int | None):

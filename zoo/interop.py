@@ -53,9 +53,11 @@ def check_expressible(spec: ModelSpec) -> None:
         if value not in (None, False, "transpose"):
             raise NotExpressible(f"attention.{option} = {value!r}: torch.nn.MultiheadAttention has no such choice")
     if attention.share_self_cross:
-        raise NotExpressible("attention.share_self_cross: torch.nn.TransformerDecoderLayer has separate self- and cross-attention")
+        raise NotExpressible("attention.share_self_cross: "
+                             "torch.nn.TransformerDecoderLayer has separate self- and cross-attention")
     if getattr(attention, "bias", True) is False or getattr(attention, "out_bias", True) is False:
-        raise NotExpressible("attention.bias/out_bias = false: torch.nn.Transformer(bias=False) removes every bias at once")
+        raise NotExpressible("attention.bias/out_bias = false: "
+                             "torch.nn.Transformer(bias=False) removes every bias at once")
 
 
 def _weight_map(transformer: nn.Transformer) -> dict[str, Tensor]:
@@ -166,7 +168,8 @@ def to_torch(model: Seq2Seq) -> TorchSeq2Seq:
     with torch.no_grad():
         for name, tensor in targets.items():
             tensor.copy_(sources[name])
-    edges = copy.deepcopy(nn.ModuleDict({"src_embed": model.src_embed, "tgt_embed": model.tgt_embed, "output": model.output}))
+    edges = copy.deepcopy(nn.ModuleDict({"src_embed": model.src_embed, "tgt_embed": model.tgt_embed,
+                                         "output": model.output}))
     wrapped = TorchSeq2Seq(spec, transformer, edges)
     return wrapped.train(model.training)
 
@@ -191,7 +194,8 @@ def spec_of(transformer: nn.Transformer, base: ModelSpec) -> ModelSpec:
     })
 
 
-def from_torch(module: TorchSeq2Seq | nn.Transformer, spec: ModelSpec | str | Path | None = None, seed: int = 0) -> Seq2Seq:
+def from_torch(module: TorchSeq2Seq | nn.Transformer, spec: ModelSpec | str | Path | None = None,
+               seed: int = 0) -> Seq2Seq:
     """A zoo model holding the weights of a TorchSeq2Seq, or of a bare torch.nn.Transformer.
 
     For a bare nn.Transformer, `spec` supplies what it lacks (vocabularies, embeddings, positions,

@@ -44,7 +44,8 @@ def _merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """`base` with `changes` applied table by table (a changed slot keeps its other options)."""
     merged = dict(base)
     for key, value in changes.items():
-        merged[key] = _merged(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+        both_tables = isinstance(value, dict) and isinstance(base.get(key), dict)
+        merged[key] = _merged(base[key], value) if both_tables else value
     return merged
 
 

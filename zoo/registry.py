@@ -71,7 +71,8 @@ class Registry:
 
         def decorator(impl: type) -> type:
             if name in self._entries[slot]:
-                raise RegistryError(f"{slot}.{name} is already registered (by {self._entries[slot][name].impl.__qualname__})")
+                raise RegistryError(f"{slot}.{name} is already registered "
+                                    f"(by {self._entries[slot][name].impl.__qualname__})")
             if not (isinstance(impl, type) and issubclass(impl, spec_slot.base)):
                 raise RegistryError(f"{slot}.{name}: {impl!r} must derive from {spec_slot.base.__qualname__}")
             if not issubclass(params, SlotParams):

@@ -86,13 +86,16 @@ class ModelSpec(BaseModel):
         sharing = self.embedding.sharing
         if sharing != "none" and self.src_vocab != self.tgt_vocab:
             raise ValueError(
-                f'embedding.sharing: "{sharing}" needs src_vocab == tgt_vocab (got {self.src_vocab} and {self.tgt_vocab}); '
+                f'embedding.sharing: "{sharing}" needs src_vocab == tgt_vocab '
+                f"(got {self.src_vocab} and {self.tgt_vocab}); "
                 'use sharing = "none" or equal vocabularies'
             )
         if sharing == "all" and self.embedding.extra_rows:
-            raise ValueError('embedding.extra_rows: must be 0 with sharing = "all" (the output projection has tgt_vocab rows)')
+            raise ValueError('embedding.extra_rows: must be 0 with sharing = "all" '
+                             "(the output projection has tgt_vocab rows)")
         if self.pad_id >= min(self.src_vocab, self.tgt_vocab):
-            raise ValueError(f"pad_id: {self.pad_id} is outside the vocabulary (src_vocab {self.src_vocab}, tgt_vocab {self.tgt_vocab})")
+            raise ValueError(f"pad_id: {self.pad_id} is outside the vocabulary "
+                             f"(src_vocab {self.src_vocab}, tgt_vocab {self.tgt_vocab})")
         check_compatible(self)
         return self
 

@@ -29,7 +29,8 @@ def diff(a: ModelSpec, b: ModelSpec) -> list[tuple[str, Any, Any]]:
     flat_a, flat_b = flatten(a), flatten(b)
     keys = list(flat_a) + [k for k in flat_b if k not in flat_a]
     missing = "—"
-    return [(k, flat_a.get(k, missing), flat_b.get(k, missing)) for k in keys if flat_a.get(k, missing) != flat_b.get(k, missing)]
+    return [(k, flat_a.get(k, missing), flat_b.get(k, missing)) for k in keys
+            if flat_a.get(k, missing) != flat_b.get(k, missing)]
 
 
 def _component(name: str) -> str:

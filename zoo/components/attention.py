@@ -210,7 +210,8 @@ class ProjectedAttention(Attention):
             cache.k, cache.v = k, v
         return q, k, v
 
-    def forward(self, query: Tensor, key_value: Tensor, mask: AttentionMask | None, cache: KVCache | None = None) -> Tensor:
+    def forward(self, query: Tensor, key_value: Tensor, mask: AttentionMask | None,
+                cache: KVCache | None = None) -> Tensor:
         is_self = key_value is query
         q, k, v = self.project(query, key_value, cache)  # (B, H, Lq, Dh), (B, H, Lk, Dh) x2
         if mask is not None and self.heads_by_view:
@@ -305,7 +306,8 @@ class TorchMultiheadAttention(Attention):
         self.mha.out_proj.reset_parameters()
         self.mha._reset_parameters()
 
-    def forward(self, query: Tensor, key_value: Tensor, mask: AttentionMask | None, cache: KVCache | None = None) -> Tensor:
+    def forward(self, query: Tensor, key_value: Tensor, mask: AttentionMask | None,
+                cache: KVCache | None = None) -> Tensor:
         if cache is not None:
             if not cache.static:
                 key_value = query if cache.k is None else torch.cat([cache.k, query], dim=1)  # (B, t + 1, D)

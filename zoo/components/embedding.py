@@ -20,7 +20,8 @@ from zoo.registry import SlotParams, register, registry
 class EmbeddingParams(SlotParams):
     sharing: Literal["none", "src-tgt", "all"] = "none"
     scale: bool = Field(True, description="multiply embeddings by sqrt(d_model)")
-    padding_idx: bool = Field(False, description="nn.Embedding(padding_idx=pad_id): pad row zero, never updated (000, 001)")
+    padding_idx: bool = Field(False, description="nn.Embedding(padding_idx=pad_id): pad row zero, "
+                                                 "never updated (000, 001)")
     extra_rows: int = Field(0, ge=0, description="table rows beyond the vocabulary (001 allocates vocab + 1)")
     norm: bool = Field(False, description="apply the spec's norm after embedding + position + dropout (000)")
 
@@ -39,7 +40,8 @@ class LookupEmbedding(TokenEmbedding):
     def __init__(self, vocab: int, d_model: int, params: EmbeddingParams, pad_id: int):
         super().__init__()
         self.vocab = vocab
-        self.table = nn.Embedding(vocab + params.extra_rows, d_model, padding_idx=pad_id if params.padding_idx else None)
+        self.table = nn.Embedding(vocab + params.extra_rows, d_model,
+                                  padding_idx=pad_id if params.padding_idx else None)
         self.scale = math.sqrt(d_model) if params.scale else 1.0
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -19,13 +19,13 @@ least one key to attend to, all five give the same attention weights (exp(-1e9 -
 in float32), which `zoo.equivalence` proves. They differ only on a *fully padded row* (a query with
 no key to attend to, e.g. a source that is all padding):
 
-| convention            | `matmul` (explicit softmax)       | `sdpa` (F.scaled_dot_product_attention) | `torch-mha`        |
-|-----------------------|-----------------------------------|-----------------------------------------|--------------------|
-| `bool-blocked-rezero` | zeros (re-zeroed after softmax)   | zeros (re-zeroing emulated on the output) | not supported    |
-| `uint8-expanded`      | NaN (softmax over all -inf)       | zeros (PyTorch >= 2.5 returns 0 there)  | zeros; NaN (*)     |
-| `torch-additive`      | NaN                               | zeros                                   | zeros; NaN (*)     |
-| `bool-keep`           | NaN                               | zeros                                   | zeros; NaN (*)     |
-| `int-keep`            | uniform over all keys, pads too   | uniform                                 | uniform            |
+| convention            | `matmul` (explicit softmax)     | `sdpa` (F.scaled_dot_product_attention)   | `torch-mha`    |
+|-----------------------|---------------------------------|-------------------------------------------|----------------|
+| `bool-blocked-rezero` | zeros (re-zeroed after softmax) | zeros (re-zeroing emulated on the output) | not supported  |
+| `uint8-expanded`      | NaN (softmax over all -inf)     | zeros (PyTorch >= 2.5 returns 0 there)    | zeros; NaN (*) |
+| `torch-additive`      | NaN                             | zeros                                     | zeros; NaN (*) |
+| `bool-keep`           | NaN                             | zeros                                     | zeros; NaN (*) |
+| `int-keep`            | uniform over all keys, pads too | uniform                                   | uniform        |
 
 (*) nn.MultiheadAttention gives zeros on its regular path, but NaN in self-attention at inference
 (eval mode, no grad), where PyTorch runs its fused fast path: the same model, the same weights,
@@ -172,7 +172,8 @@ class MaskConvention:
         raise NotImplementedError
 
 
-registry.define_slot("mask", base=MaskConvention, key="convention", default="bool-keep", doc="attention mask convention")
+registry.define_slot("mask", base=MaskConvention, key="convention", default="bool-keep",
+                     doc="attention mask convention")
 
 
 def _subsequent(length: int, device: torch.device) -> Tensor:

@@ -142,7 +142,8 @@ class RotaryPositions(RelativePositions):
     def rotate(self, x: Tensor, offset: int) -> Tensor:
         length = x.size(-2)
         inv_freq = self.base ** (-torch.arange(0, self.d_head, 2, device=x.device, dtype=torch.float32) / self.d_head)
-        angle = torch.arange(offset, offset + length, device=x.device, dtype=torch.float32)[:, None] * inv_freq  # (L, Dh/2)
+        positions = torch.arange(offset, offset + length, device=x.device, dtype=torch.float32)
+        angle = positions[:, None] * inv_freq  # (L, Dh/2)
         cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
         even, odd = x[..., 0::2], x[..., 1::2]  # (B, H, L, Dh/2)
         return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)  # (B, H, L, Dh)

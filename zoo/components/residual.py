@@ -69,7 +69,8 @@ class Residual(nn.Module):
         self.dropout = nn.Dropout(dropout if placement.sublayer in params.dropout_on else 0.0)
 
     @classmethod
-    def make_norms(cls, params: ResidualParams, count: int, make_norm: Callable[[], nn.Module]) -> list[nn.Module | None]:
+    def make_norms(cls, params: ResidualParams, count: int,
+                   make_norm: Callable[[], nn.Module]) -> list[nn.Module | None]:
         """The norms for a block's `count` wrappers: one each, one shared (`per-block`), or none."""
         if not cls.uses_norm:
             return [None] * count
@@ -102,7 +103,8 @@ class PreNorm(Residual):
 
 def deepnorm_constants(placement: Placement) -> tuple[float, float]:
     """(alpha, beta) for an encoder-decoder of N encoder and M decoder layers (Wang et al. 2022, Fig. 2):
-    encoder alpha = 0.81 (N^4 M)^(1/16), beta = 0.87 (N^4 M)^(-1/16); decoder alpha = (3M)^(1/4), beta = (12M)^(-1/4)."""
+    encoder alpha = 0.81 (N^4 M)^(1/16), beta = 0.87 (N^4 M)^(-1/16);
+    decoder alpha = (3M)^(1/4), beta = (12M)^(-1/4)."""
     n, m = placement.encoder_layers, placement.decoder_layers
     if placement.stack == "encoder":
         return 0.81 * (n**4 * m) ** (1 / 16), 0.87 * (n**4 * m) ** (-1 / 16)

@@ -56,7 +56,8 @@ class TaskConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
-    data_dir: Path | None = Field(None, description="folder holding CORPUS/ folders; default $ZOO_DATA_DIR, else ../shared/data")
+    data_dir: Path | None = Field(None, description="folder holding CORPUS/ folders; "
+                                                    "default $ZOO_DATA_DIR, else ../shared/data")
     # synthetic
     symbols: int = Field(20, ge=1, strict=True, description="alphabet size of synthetic tasks")
     min_len: int = Field(5, ge=1, strict=True)

@@ -36,7 +36,8 @@ class TextTask(Task):
     metric = "bleu"
 
     def __init__(self, config: TaskConfig, specials: Specials, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
-                 data_dir: Path | None, corpus: dict[str, ParallelSplit] | None = None, keys: dict[str, str] | None = None):
+                 data_dir: Path | None, corpus: dict[str, ParallelSplit] | None = None,
+                 keys: dict[str, str] | None = None):
         super().__init__(config, specials, src_tokenizer.get_vocab_size(), tgt_tokenizer.get_vocab_size())
         self.src_tokenizer = src_tokenizer
         self.tgt_tokenizer = tgt_tokenizer  # the same object when config.joint

@@ -109,7 +109,8 @@ def cache_key(config: TaskConfig, specials: Specials, files: list[TextFile]) -> 
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def cached_tokenizer(config: TaskConfig, specials: Specials, files: list[TextFile], cache_dir: Path) -> tuple[Tokenizer, str]:
+def cached_tokenizer(config: TaskConfig, specials: Specials, files: list[TextFile],
+                     cache_dir: Path) -> tuple[Tokenizer, str]:
     """The tokenizer for these files and settings from `cache_dir`, trained and stored on a miss."""
     key = cache_key(config, specials, files)
     path = cache_dir / f"{config.tokenizer}-{key[:24]}.json"

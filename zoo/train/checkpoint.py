@@ -97,7 +97,8 @@ def load(path: Path) -> Checkpoint:
         state = {int(index): {key: tensors[f"optimizer/{index}/{key}"] if entry is None else entry["value"]
                               for key, entry in entries.items()} for index, entries in meta["state"].items()}
         return Checkpoint(
-            path=Path(path), model={name[len("model/"):]: t for name, t in tensors.items() if name.startswith("model/")},
+            path=Path(path),
+            model={name[len("model/"):]: t for name, t in tensors.items() if name.startswith("model/")},
             optimizer={"state": state, "param_groups": meta["param_groups"]},
             position=dict(meta["position"]), rng=tensors["rng/cpu"],
             cuda_rng=[tensors[f"rng/cuda/{i}"] for i in range(sum(n.startswith("rng/cuda/") for n in tensors))],
@@ -113,7 +114,8 @@ def restore(checkpoint: Checkpoint, model: torch.nn.Module, optimizer: torch.opt
         model.load_state_dict(checkpoint.model)
         if optimizer is not None:
             # JSON turned tuples (Adam's betas) into lists; give each setting the type the optimizer uses.
-            groups = [{key: tuple(value) if isinstance(current.get(key), tuple) else value for key, value in group.items()}
+            groups = [{key: tuple(value) if isinstance(current.get(key), tuple) else value
+                       for key, value in group.items()}
                       for group, current in zip(checkpoint.optimizer["param_groups"], optimizer.param_groups)]
             optimizer.load_state_dict({**checkpoint.optimizer, "param_groups": groups})
     except (RuntimeError, ValueError, KeyError) as err:

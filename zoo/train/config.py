@@ -36,11 +36,12 @@ class TrainConfig(BaseModel):
     eps: Number = Field(1e-9, gt=0)
     weight_decay: Number = Field(0.0, ge=0)
     label_smoothing: Number = Field(0.1, ge=0, lt=1)
-    clip_norm: Number | None = Field(1.0, ge=0, description="clip the gradient norm (not in the paper; 0 or None = off, "
-                                                           "0 being what TOML can say)")
+    clip_norm: Number | None = Field(1.0, ge=0, description="clip the gradient norm (not in the paper; "
+                                                           "0 or None = off, 0 being what TOML can say)")
 
     eval_interval: Count = Field(1000, gt=0, description="steps between validation passes")
-    eval_sentences: Count | None = Field(500, gt=0, description="validation sentences decoded (greedy) at each pass; None = all")
+    eval_sentences: Count | None = Field(500, gt=0,
+                                         description="validation sentences decoded (greedy) at each pass; None = all")
     checkpoint_interval: Count = Field(500, gt=0, description="steps between checkpoints")
     log_interval: Count = Field(10, gt=0, description="steps between metric lines")
 
@@ -52,7 +53,8 @@ class TrainConfig(BaseModel):
     @model_validator(mode="after")
     def _budget(self) -> TrainConfig:
         if self.steps is None and self.epochs is None and self.minutes is None:
-            raise ValueError("steps: give a budget: steps, epochs or minutes (any combination; the first reached ends training)")
+            raise ValueError("steps: give a budget: steps, epochs or minutes "
+                             "(any combination; the first reached ends training)")
         if self.schedule == "linear-decay" and self.steps is None:
             raise ValueError("schedule: 'linear-decay' decays to 0 at `steps`, so it needs steps")
         return self
@@ -61,7 +63,8 @@ class TrainConfig(BaseModel):
         return self.lr if self.lr is not None else d_model ** -0.5 * max(self.warmup, 1) ** -0.5
 
 
-def load_train_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> tuple[TrainConfig, dict[str, Any]]:
+def load_train_config(path: str | Path | None = None,
+                      overrides: dict[str, Any] | None = None) -> tuple[TrainConfig, dict[str, Any]]:
     """A TrainConfig from a TOML/YAML/JSON file (optional) plus overrides; also returns the file's
     [task] table (task options kept beside the recipe), if any."""
     data = read_config_file(Path(path)) if path is not None else {}

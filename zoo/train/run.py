@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+
 import torch
 
 from zoo.build import build
