@@ -7,7 +7,6 @@ import pytest
 from scipy import stats as scipy_stats
 
 from zoo.report.outcomes import (
-    newcombe,
     COMPLETE,
     DIVERGED,
     FAILED,
@@ -20,6 +19,7 @@ from zoo.report.outcomes import (
     first_reach,
     instability_rate,
     logrank,
+    newcombe,
     time_to_threshold,
 )
 
