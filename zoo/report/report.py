@@ -124,7 +124,13 @@ def _correct(report: Report) -> None:
             found = next(f for f in report.tasks if f.task.key == check.comparison.task)
             check.comparison = found.comparisons[check.comparison.variant]
     failure_tests = [(found, v, t) for found in report.tasks for v, t in found.failure_tests.items()]
-    failure_checks = [c for c in report.checks if c.failures is not None]
+    baseline = report.experiment.config.baseline_label
+
+    def shared(check: fnd.Check) -> bool:  # the task's own test against the baseline: not a second test
+        return (check.finding.against or baseline) == baseline and any(
+            found.task.key == check.task and check.finding.variant in found.failure_tests for found in report.tasks)
+
+    failure_checks = [c for c in report.checks if c.failures is not None and not shared(c)]
     failure_p = [t.p_value for _, _, t in failure_tests] + [c.failures.p_value for c in failure_checks]
     failure_adjusted = _adjust(failure_p, method)
     report.failure_family = sum(not math.isnan(p) for p in failure_p)
@@ -132,6 +138,10 @@ def _correct(report: Report) -> None:
         found.failure_adjusted[variant] = p
     for check, p in zip(failure_checks, failure_adjusted[len(failure_tests):]):
         check.failure_adjusted = p
+    for check in report.checks:
+        if check.failures is not None and shared(check):
+            found = next(f for f in report.tasks if f.task.key == check.task)
+            check.failure_adjusted = found.failure_adjusted[check.finding.variant]
     report.checks = [fnd.settle(check, alpha) for check in report.checks]
 
 
