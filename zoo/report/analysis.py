@@ -34,7 +34,7 @@ from zoo.report import outcomes as oc
 from zoo.report.aso import eps_min
 from zoo.report.collect import Records, sentence_stats, task_kind
 from zoo.report.corpus import compare_corpus, corpus_tost
-from zoo.report.inference import MIN_SEEDS, Equivalence, compare_seeds, prob_better, tost
+from zoo.report.inference import MIN_SEEDS, Difference, Equivalence, compare_seeds, prob_better, tost
 from zoo.report.power import POWER, detectable, seeds_needed
 from zoo.report.stats import FEW
 
@@ -69,7 +69,7 @@ class Comparison:
     variant: str
     reference: str
     metric: str
-    result: object  # inference.SeedComparison | corpus.CorpusComparison
+    result: Difference  # inference.SeedComparison or corpus.CorpusComparison
     prob_better: float
     eps_min: float
     mde: float
@@ -95,7 +95,7 @@ class TaskAnalysis:
     failure_tests: dict[str, oc.FailureComparison] = field(default_factory=dict)
     failure_adjusted: dict[str, float] = field(default_factory=dict)  # variant -> p adjusted over the report
     comparisons: dict[str, Comparison] = field(default_factory=dict)  # variant -> primary vs baseline
-    descriptive: dict[str, dict[str, object]] = field(default_factory=dict)  # variant -> metric -> result
+    descriptive: dict[str, dict[str, Difference]] = field(default_factory=dict)  # variant -> metric -> result
     survival: dict[str, oc.Survival] = field(default_factory=dict)
     curve_area: dict[str, list[float]] = field(default_factory=dict)
 

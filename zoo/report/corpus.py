@@ -57,7 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
-from zoo.report.inference import MIN_SEEDS, Equivalence, tost_from, verdict
+from zoo.report.inference import MIN_SEEDS, Difference, Equivalence, tost_from, verdict
 from zoo.report.stats import ALPHA, BOOTSTRAP_SEED, FEW, RESAMPLES, resample_counts
 
 TEST_SET_ONLY = "test-set variation only"
@@ -77,31 +77,17 @@ class SentenceBootstrap:
 
 
 @dataclass(frozen=True)
-class CorpusComparison:
+class CorpusComparison(Difference):
     """Variant against baseline on a corpus metric, over seeds and sentences (see the module docstring)."""
 
     baseline_scores: tuple[float, ...]  # per-seed corpus scores
     variant_scores: tuple[float, ...]
-    higher_is_better: bool
-    alpha: float
-    n_baseline: int
-    n_variant: int
     sentences: int
     resamples: int
-    baseline_mean: float
-    variant_mean: float
-    difference: float
-    ci_low: float
-    ci_high: float
-    se: float
     se_seeds: float
     se_sentences: float
     se_two_level: float
-    df: float
-    p_value: float
-    p_adjusted: float
     method: str
-    verdict: str
     test_set_only: SentenceBootstrap
 
 

@@ -158,29 +158,35 @@ def verdict(difference: float, p: float, higher_is_better: bool, alpha: float = 
 
 
 @dataclass(frozen=True)
-class SeedComparison:
-    """Variant against baseline on one metric, over seeds (see the module docstring for each field)."""
+class Difference:
+    """What every comparison of a variant with a baseline says (per-seed or corpus metric alike)."""
 
-    baseline_values: tuple[float, ...]
-    variant_values: tuple[float, ...]
     higher_is_better: bool
     alpha: float
     n_baseline: int
     n_variant: int
     baseline_mean: float
     variant_mean: float
-    difference: float
+    difference: float  # variant − baseline
     ci_low: float
     ci_high: float
     se: float
     df: float
     p_value: float
     p_adjusted: float  # = p_value until adjusted over a family (adjust())
+    verdict: str
+
+
+@dataclass(frozen=True)
+class SeedComparison(Difference):
+    """Variant against baseline on one metric, over seeds (see the module docstring for each field)."""
+
+    baseline_values: tuple[float, ...]
+    variant_values: tuple[float, ...]
     prob_better: float
     prob_better_ci: tuple[float, float]
     mde: float
     method: str
-    verdict: str
 
 
 def compare_seeds(baseline: Sequence[float], variant: Sequence[float], *, higher_is_better: bool,
