@@ -312,3 +312,16 @@ def test_the_committed_quickstart_report_regenerates_from_its_records(tmp_path, 
     path, _ = build_report(experiment, QUICKSTART / "records", tmp_path, "zoo report experiments/quickstart.toml")
     committed = (QUICKSTART / "report.md").read_text().split("\n")
     assert path.read_text().split("\n")[1:] == committed[1:], "regenerate it: zoo report experiments/quickstart.toml"
+
+
+def test_zoo_plan_sizes_seeds_from_the_records(capsys, monkeypatch):
+    from rich.console import Console
+
+    from zoo import cli_experiment
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(cli_experiment, "console", Console(width=200))
+    assert main(["plan", "experiments/quickstart.toml", "--effect", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "seeds per arm for ±1" in printed and "pre-norm-conv1d" in printed
+    assert "run at least 2 seeds of each first" in printed  # post-norm: no seed trained
