@@ -473,3 +473,12 @@ def test_preset_builds_on_meta(name):
 def test_booleans_are_not_sizes(field):
     with pytest.raises(zoo.SpecError, match=field):
         zoo.load_spec("paper-base", {field: True})
+
+
+def test_extends_switches_a_kind_as_set_does(tmp_path, monkeypatch):
+    """`[ffn] kind = "swiglu"` over paper-base drops `activation`, which SwiGLU does not have, as
+    `--set ffn.kind=swiglu` does; the slot's other options and the other slots are kept."""
+    (tmp_path / "my-swiglu.toml").write_text('extends = "paper-base"\nname = "my-swiglu"\n[ffn]\nkind = "swiglu"\n')
+    monkeypatch.setenv("ZOO_PRESETS", str(tmp_path))
+    extended, switched = zoo.load_spec("my-swiglu"), zoo.load_spec("paper-base", {"ffn.kind": "swiglu"})
+    assert extended.model_dump(exclude={"name"}) == switched.model_dump(exclude={"name"})

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo.errors import SpecError
+from zoo.spec import apply_overrides
 
 
 def preset_dirs() -> list[Path]:
@@ -40,18 +41,18 @@ def preset_names() -> list[str]:
     return list(preset_paths())
 
 
-def _merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """`base` with `changes` applied table by table (a changed slot keeps its other options)."""
-    merged = dict(base)
+def _dotted(changes: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A preset's own fields as dotted keys ('ffn.kind'), so that `extends` applies them as `--set` would."""
+    flat: dict[str, Any] = {}
     for key, value in changes.items():
-        both_tables = isinstance(value, dict) and isinstance(base.get(key), dict)
-        merged[key] = _merged(base[key], value) if both_tables else value
-    return merged
+        flat.update(_dotted(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
+    return flat
 
 
 def preset_data(name: str) -> dict[str, Any]:
     """A preset's fields; a preset with `extends = "NAME"` is that preset with its own fields changed
-    (how `writeup-001-as-written` restores 001's slips without copying 001)."""
+    (how `writeup-001-as-written` restores 001's slips without copying 001). A changed slot keeps its other
+    options, except those a switched `kind` does not have (`[ffn] kind = "swiglu"` drops `activation`)."""
     paths = preset_paths()
     if name not in paths:
         close = difflib.get_close_matches(name, list(paths), n=1)
@@ -62,4 +63,4 @@ def preset_data(name: str) -> dict[str, Any]:
     with paths[name].open("rb") as handle:
         data = tomllib.load(handle)
     base = data.pop("extends", None)
-    return _merged(preset_data(base), data) if base is not None else data
+    return apply_overrides(preset_data(base), _dotted(data)) if base is not None else data

@@ -9,7 +9,7 @@ import torch
 import zoo
 from zoo.equivalence import canonical_state, genericize
 
-from . import ref000, ref001, ref004
+from . import ref000, ref001, ref003, ref004
 from ._harness import load_canonical, random_batch
 from .test_writeups import SMALL, TOLERANCE
 
@@ -96,3 +96,27 @@ def test_000_prototypes_give_identical_starting_weights_as_in_the_writeup():
 def test_000_prototypes_are_invisible_to_the_equivalence_check():
     """Only the starting weights differ; equivalence compares functions given the same weights."""
     assert zoo.equivalence(zoo.load_spec("writeup-000", SMALL), zoo.load_spec("writeup-000-as-written", SMALL))
+
+
+def test_003_training_loop_as_written_never_steps():
+    """003's loop, transcribed: cur_step starts at 1 and moves only inside the step branch, so over more
+    batches than GRAD_ACCUMULATION_STEPS the optimizer never steps. Why it is documented, not an option."""
+    spec = zoo.load_spec("writeup-003", SMALL)
+    torch.manual_seed(0)
+    model = ref003.make(spec)
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    optimizer = torch.optim.Adam(model.parameters(), betas=(0.9, 0.98), eps=1e-9)
+    grad_accumulation_steps = 2048 // 48
+    loss_func = torch.nn.CrossEntropyLoss(ignore_index=0, label_smoothing=0.1)
+    generator = torch.Generator().manual_seed(0)
+    cur_step = 1
+    for _ in range(grad_accumulation_steps + 1):
+        src, tgt = random_batch(spec.src_vocab, spec.tgt_vocab, spec.pad_id, generator)
+        preds = model(src, tgt)
+        loss = loss_func(preds.reshape(-1, preds.size(-1)), tgt[:, 1:].contiguous().view(-1))
+        loss.backward()
+        if cur_step % grad_accumulation_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+            cur_step += 1
+    assert cur_step == 1 and all(torch.equal(v, start[k]) for k, v in model.state_dict().items())
