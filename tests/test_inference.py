@@ -132,6 +132,8 @@ def test_adjust_recomputes_verdicts():
     adjusted = adjust([weak] * 7 + [strong, few])  # m = 8: strong first, then 7 * p(weak) for every weak
     assert adjusted[0].p_adjusted == pytest.approx(7 * weak.p_value) and adjusted[0].verdict == SAME
     assert adjusted[7].verdict == BETTER and adjusted[-1] is few
+    assert [r.p_adjusted for r in adjust([weak, strong], "benjamini-hochberg")] == pytest.approx(
+        benjamini_hochberg([weak.p_value, strong.p_value]))
 
 
 def test_tost_known_cases():

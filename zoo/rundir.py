@@ -35,9 +35,6 @@ SUMMARY = "summary.json"
 FAILED = "failed.json"
 TEST = "test"  # the evaluation the runner makes: test.hyp + test.json
 
-STATES = ("pending", "started", "evaluating", "complete", "diverged", "failed")
-
-
 def atomic_write(path: Path, data: bytes | str) -> None:
     """Readers (and a run killed mid-write) see the old file or the new one, never half of one."""
     payload = data.encode() if isinstance(data, str) else data

@@ -163,10 +163,6 @@ def changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             if a.get(key, missing) != b.get(key, missing)]
 
 
-def same_definition(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    return not changes(old, new)
-
-
 # -- moving aside -----------------------------------------------------------------------------------
 def stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")

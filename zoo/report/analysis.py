@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
@@ -81,9 +81,6 @@ class Comparison:
     def verdict(self) -> str:
         return self.result.verdict
 
-    def adjusted(self, p: float, verdict: str) -> Comparison:
-        return replace(self, result=replace(self.result, p_adjusted=p, verdict=verdict))
-
 
 @dataclass
 class TaskAnalysis:
@@ -97,6 +94,8 @@ class TaskAnalysis:
     comparisons: dict[str, Comparison] = field(default_factory=dict)  # variant -> primary vs baseline
     descriptive: dict[str, dict[str, Difference]] = field(default_factory=dict)  # variant -> metric -> result
     survival: dict[str, oc.Survival] = field(default_factory=dict)
+    reach: dict[str, tuple[list[float], list[bool]]] = field(default_factory=dict)  # steps, reached?
+    logrank: dict[str, float] = field(default_factory=dict)  # variant -> log-rank p against the baseline
     curve_area: dict[str, list[float]] = field(default_factory=dict)
 
 
@@ -217,6 +216,7 @@ class Analyst:
                             steps.append(step)
                             reached.append(hit)
                 found.survival[variant] = oc.time_to_threshold(steps, reached, alpha)
+                found.reach[variant] = (steps, reached)
             found.curve_area[variant] = self.values(task, variant, "curve_area")
         base = found.instability[self.baseline]
         for variant in labels:
@@ -224,6 +224,8 @@ class Analyst:
                 continue
             mine = found.instability[variant]
             found.failure_tests[variant] = oc.compare_failures(base.count, base.n, mine.count, mine.n, alpha)
+            if task.threshold is not None:
+                found.logrank[variant] = oc.logrank(*found.reach[self.baseline], *found.reach[variant])
             found.comparisons[variant] = self.compare(task, variant, self.baseline, task.primary_metric)
             found.descriptive[variant] = {m: self.compare(task, variant, self.baseline, m).result
                                           for m in descriptive_metrics if m != task.primary_metric}

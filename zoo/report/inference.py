@@ -244,10 +244,18 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
     return out.tolist()
 
 
+CORRECTIONS = {"holm": holm, "benjamini-hochberg": benjamini_hochberg}
+
+
+def correct(p_values: Sequence[float], method: str = "holm") -> list[float]:
+    """Adjusted p-values by `method`: 'holm' (family-wise error) or 'benjamini-hochberg' (false discovery rate)."""
+    return CORRECTIONS[method](p_values)
+
+
 def adjust(results: Sequence, method: str = "holm") -> list:
     """The family's results with p_adjusted set and verdicts recomputed from it (for SeedComparison
     and CorpusComparison alike). Results without a p-value (not enough seeds) are left as they are."""
-    adjusted = {"holm": holm, "bh": benjamini_hochberg}[method]([r.p_value for r in results])
+    adjusted = correct([r.p_value for r in results], method)
     out = []
     for r, p in zip(results, adjusted):
         if math.isnan(p):

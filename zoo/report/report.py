@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -29,7 +29,7 @@ from zoo.report import plots
 from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, is_text
 from zoo.report.collect import STATUSES, collect, curves, load_records
 from zoo.report.equiv import Matrix, equivalence_matrix, matrix_markdown
-from zoo.report.inference import benjamini_hochberg, holm, verdict
+from zoo.report.inference import adjust, correct
 from zoo.report.tables import (
     comparison_rows,
     descriptive_metrics,
@@ -57,10 +57,6 @@ class Report:
     placebos: list[tuple[str, str, str, Comparison | None]] = field(default_factory=list)  # task, a, b, comparison
     family: int = 0  # comparisons adjusted together
     failure_family: int = 0
-
-
-def _adjust(p_values: list[float], method: str) -> list[float]:
-    return (holm if method == "holm" else benjamini_hochberg)(p_values)
 
 
 def analyse(experiment: Experiment, records_root: Path) -> Report:
@@ -104,21 +100,14 @@ def _correct(report: Report) -> None:
              and not any(c.comparison.task == f.task.key and c.comparison.metric == f.primary
                          and c.comparison.reference == report.experiment.config.baseline_label
                          and c.comparison.variant == v for f, v in tested)]
-    p_values = [found.comparisons[v].result.p_value for found, v in tested] + [c.comparison.result.p_value
-                                                                               for c in extra]
-    adjusted = _adjust(p_values, method)
-    report.family = sum(not math.isnan(p) for p in p_values)
-
-    def settled(comparison: Comparison, p: float) -> Comparison:
-        if math.isnan(p):
-            return comparison
-        r = comparison.result
-        return comparison.adjusted(p, verdict(r.difference, p, r.higher_is_better, alpha))
-
-    for (found, variant), p in zip(tested, adjusted):
-        found.comparisons[variant] = settled(found.comparisons[variant], p)
-    for check, p in zip(extra, adjusted[len(tested):]):
-        check.comparison = settled(check.comparison, p)
+    family = [found.comparisons[v] for found, v in tested] + [c.comparison for c in extra]
+    results = adjust([c.result for c in family], method)
+    report.family = sum(not math.isnan(c.result.p_value) for c in family)
+    settled = [replace(c, result=r) for c, r in zip(family, results)]
+    for (found, variant), comparison in zip(tested, settled):
+        found.comparisons[variant] = comparison
+    for check, comparison in zip(extra, settled[len(tested):]):
+        check.comparison = comparison
     for check in report.checks:  # findings on a baseline comparison share its adjusted result
         if check.comparison is not None and check not in extra:
             found = next(f for f in report.tasks if f.task.key == check.comparison.task)
@@ -132,7 +121,7 @@ def _correct(report: Report) -> None:
 
     failure_checks = [c for c in report.checks if c.failures is not None and not shared(c)]
     failure_p = [t.p_value for _, _, t in failure_tests] + [c.failures.p_value for c in failure_checks]
-    failure_adjusted = _adjust(failure_p, method)
+    failure_adjusted = correct(failure_p, method)
     report.failure_family = sum(not math.isnan(p) for p in failure_p)
     for (found, variant, _), p in zip(failure_tests, failure_adjusted):
         found.failure_adjusted[variant] = p

@@ -199,7 +199,10 @@ def comparison_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[s
 
 
 def descriptive_rows(found: TaskAnalysis, metrics: list[str]) -> tuple[list[str], list[list[str]]]:
+    """Differences with intervals, no verdicts; with a threshold, the log-rank p of the steps to reach it."""
     header = ["variant", *(f"Δ {label(m)} [95% CI]" for m in metrics)]
+    if found.task.threshold is not None:
+        header.append("steps to threshold: log-rank p")
     rows = []
     for variant, results in found.descriptive.items():
         cells = []
@@ -207,6 +210,8 @@ def descriptive_rows(found: TaskAnalysis, metrics: list[str]) -> tuple[list[str]
             r = results.get(metric)
             few = r is None or r.verdict == FEW
             cells.append("—" if few else fmt_effect(r.difference, r.ci_low, r.ci_high, metric))
+        if found.task.threshold is not None:
+            cells.append(fmt_p(found.logrank.get(variant, math.nan)))
         rows.append([variant, *cells])
     return header, rows
 
