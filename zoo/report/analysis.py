@@ -118,9 +118,16 @@ class Analyst:
         self.analysis = experiment.config.analysis
         self.baseline = experiment.config.baseline_label
         self.labels = [v.label for v in experiment.config.variants]
+        self._outcomes: dict[tuple[str, str, int], str] = {}  # asked for by every table, test and finding
 
     # -- runs -------------------------------------------------------------------------------------
     def outcome(self, variant: str, task: TaskEntry, seed: int) -> str:
+        key = (variant, task.key, seed)
+        if key not in self._outcomes:
+            self._outcomes[key] = self._classify(variant, task, seed)
+        return self._outcomes[key]
+
+    def _classify(self, variant: str, task: TaskEntry, seed: int) -> str:
         row = self.frame[(self.frame.variant == variant) & (self.frame.task == task.key) & (self.frame.seed == seed)]
         status = str(row.status.iloc[0]) if len(row) else "missing"
         if status != "complete":
