@@ -384,3 +384,18 @@ def test_multi30k_save_and_load_gives_identical_encodings(multi30k, tmp_path):
     sentences = multi30k.sources("test")[:100]
     assert [loaded.encode_source(s) for s in sentences] == [multi30k.encode_source(s) for s in sentences]
     assert loaded.examples("valid") == multi30k.examples("valid")
+
+
+def test_moses_detokenization_scores_plain_text(tmp_path):
+    """wmt-ende-10k is Moses-tokenized: with detokenize = "moses" references lose the escapes and the
+    spaces before punctuation, and a decoded reference is scored as the same plain text."""
+    task = load_task(TaskConfig(name="wmt-ende-10k:en-de", data_dir=DATA, vocab_size=1000, detokenize="moses"),
+                     cache_dir=tmp_path)
+    references = task.references("test")
+    assert references[0] == ("Wie Herr Schleicher schon sagte, es ist ein stiller Datenfriedhof, und das reicht nun "
+                             "wirklich nicht aus.")
+    assert references[38].startswith('Maj Britt Theorin hat auf die in Schweden als "Sommerferienverstümmelung"')
+    assert not any("&apos;" in r or "&quot;" in r or " ." in r for r in references[:50])
+    for index in (0, 38):
+        _, target = task.examples("test")[index]
+        assert task.decode_target(target) == references[index]

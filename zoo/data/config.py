@@ -71,6 +71,10 @@ class TaskConfig(BaseModel):
     vocab_size: int = Field(8000, gt=4, strict=True, description="per side if not joint, including special tokens")
     joint: bool = Field(True, description="one tokenizer for both languages (needed when src/tgt embeddings are tied)")
     lowercase: bool = Field(False, description="NFD + strip accents + lowercase (writeup 003's word-level setting)")
+    detokenize: Literal["none", "moses"] = Field(
+        "none", description="scoring only: Moses-detokenize references and outputs (unescaping &apos; and the like) "
+                            "before sacreBLEU, for Moses-tokenized corpora such as wmt-ende-10k, so BLEU and chrF are "
+                            "on plain text as published sacreBLEU scores are; training still sees the corpus as is")
     max_tokens_per_sentence: int = Field(256, ge=1, strict=True, description="longer training pairs are dropped")
     long_sentences: Literal["error", "truncate", "skip"] = Field(
         "error", description="a sentence of any split with more tokens than the model's positional table covers "

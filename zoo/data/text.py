@@ -45,6 +45,7 @@ class TextTask(Task):
         self.tokenizer_keys = dict(keys or {})
         self._corpus = corpus
         self._views: dict[str, tuple[list[str], list[str], list[tuple[list[int], list[int]]]]] = {}
+        self._detokenizer = None  # sacremoses, made when first needed
 
     @classmethod
     def _create(cls, config: TaskConfig, specials: Specials, cache_dir: Path | None) -> TextTask:
@@ -148,14 +149,25 @@ class TextTask(Task):
         return list(self._split(split)[0])
 
     def references(self, split: str) -> list[str]:
-        return list(self._split(split)[1])
+        return [self._scorable(line) for line in self._split(split)[1]]
 
     def encode_source(self, text: str) -> list[int]:
         return [*self.src_tokenizer.encode(text.strip(), add_special_tokens=False).ids, self.specials.eos]
 
     def decode_target(self, ids: list[int]) -> str:
         """Detokenized text; an [UNK] stays visible as '[UNK]' rather than silently vanishing."""
-        return self.tgt_tokenizer.decode(self._target_tokens(ids), skip_special_tokens=False)
+        return self._scorable(self.tgt_tokenizer.decode(self._target_tokens(ids), skip_special_tokens=False))
+
+    def _scorable(self, text: str) -> str:
+        """Target text as it is scored: with `detokenize = "moses"`, Moses-detokenized (sacremoses), so
+        outputs and references are compared as plain text; otherwise as it is."""
+        if self.config.detokenize == "none":
+            return text
+        if self._detokenizer is None:
+            from sacremoses import MosesDetokenizer
+
+            self._detokenizer = MosesDetokenizer(lang=self.config.parsed.tgt)
+        return self._detokenizer.detokenize(text.split())
 
 
 def _encode(tokenizer: Tokenizer, lines: list[str]) -> list[list[int]]:
