@@ -276,3 +276,19 @@ def test_kills_at_random_moments_end_with_the_records_of_an_uninterrupted_grid(t
         assert resumed.returncode == 0, resumed.stderr
         assert all_records(root / "records") == all_records(tmp_path / "clean" / "records")
         assert not [p for p in (root / "runs").rglob(f"*{TEMP_SUFFIX}") if store.STALE not in p.parts]
+
+
+def test_a_changed_report_does_not_make_the_code_dirty():
+    """Writing a report into a checkout (tracked reports/ files change) must not mark its code '+dirty'."""
+    from zoo.experiment.record import zoo_commit
+
+    before = zoo_commit()
+    if before == "unknown" or before.endswith("+dirty"):
+        pytest.skip("needs zoo running from a git checkout whose code is committed")
+    report = ROOT / "reports" / "quickstart" / "report.md"
+    original = report.read_bytes()
+    try:
+        report.write_bytes(original + b"\n")
+        assert zoo_commit() == before
+    finally:
+        report.write_bytes(original)

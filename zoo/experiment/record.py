@@ -79,13 +79,16 @@ def sentence_statistics(kind: str, hypotheses: list[str], references: list[str])
 
 
 def zoo_commit() -> str:
-    """The git commit of the zoo source in use ('+dirty' if it has changes), or 'unknown'."""
+    """The git commit of the zoo source in use, or 'unknown'. '+dirty' when the code itself (zoo/,
+    registry/, pyproject.toml) has uncommitted changes; records and reports being written beside it
+    do not count, or every report made in a checkout would call its own code dirty."""
     source = Path(__file__).resolve().parents[2]
     try:
         commit = subprocess.run(["git", "-C", str(source), "rev-parse", "--short=12", "HEAD"], capture_output=True,
                                 text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no", "--",
+                                "zoo", "registry", "pyproject.toml"], capture_output=True, text=True,
+                               timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return commit + ("+dirty" if dirty else "")
