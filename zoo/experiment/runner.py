@@ -72,9 +72,14 @@ class Cell:
 
 
 def cells(experiment, runs_root: Path, records_root: Path, concurrent: int = 1) -> list[Cell]:
+    """The grid in run order: task by task, and within a task seed by seed across all variants, so a
+    grid stopped part-way (a session's end) leaves every variant with the same seeds, ready to compare."""
     runs, kept = str(Path(runs_root).resolve()), str(Path(records_root).resolve())
+    seeds = {seed: i for i, seed in enumerate(experiment.config.seeds)}
+    tasks = {task.key: i for i, task in enumerate(experiment.config.tasks)}
+    ordered = sorted(experiment.grid(), key=lambda cell: (tasks[cell[1].key], seeds[cell[2]]))  # stable: variants
     return [Cell(str(experiment.path.resolve()), experiment.name, variant, task.key, seed, runs, kept, concurrent)
-            for variant, task, seed in experiment.grid()]
+            for variant, task, seed in ordered]
 
 
 def read_record(path: Path) -> dict | None:
