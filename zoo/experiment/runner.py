@@ -285,7 +285,8 @@ def _local(grid: list[Cell], workers: int, results: dict[str, tuple[str, str]]) 
         threads = max(1, (os.cpu_count() or 1) // workers)
         context = multiprocessing.get_context("spawn")
         with context.Pool(min(workers, len(todo)), initializer=_watch_parent, initargs=(os.getpid(),)) as pool:
-            for cell, outcome in zip(todo, pool.starmap(execute, [(cell, threads, wait) for cell in todo])):
+            jobs = [(cell, threads, wait) for cell in todo]  # chunksize 1: cells start in grid order
+            for cell, outcome in zip(todo, pool.starmap(execute, jobs, chunksize=1)):
                 results[cell.name] = outcome
 
     phase(grid, wait=False)
