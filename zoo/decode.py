@@ -1,7 +1,8 @@
 """Greedy and beam-search decoding, batched, with or without the key/value cache.
 
 With `use_cache=True` each step runs the decoder on the newest position only (`Seq2Seq.decode_step`);
-without it, each step re-runs the decoder over the whole prefix. Both give the same tokens.
+without it, each step re-runs the decoder over the whole prefix. Both give the same tokens. A model whose
+attention cannot be cached step by step (001 as written) is always decoded the second way.
 
 Output length is limited per sentence to `max_ratio * source_length + max_extra` tokens (EOS excluded),
 and never beyond the positions the decoder's positional table covers.
@@ -57,7 +58,8 @@ class _Stepper:
 
     def __init__(self, model: Seq2Seq, memory: Tensor, src: Tensor, use_cache: bool):
         self.model, self.memory, self.src = model, memory, src
-        self.state: DecodeState | None = model.start_decoding() if use_cache else None
+        cached = use_cache and model.decodes_step_by_step
+        self.state: DecodeState | None = model.start_decoding() if cached else None
 
     def __call__(self, prefix: Tensor) -> Tensor:
         if self.state is not None:

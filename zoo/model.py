@@ -141,6 +141,13 @@ class Seq2Seq(nn.Module):
         _, self_mask, cross_mask = self.masks.build(src, tgt_in, self.pad_id).for_attention()
         return self.output(self.decoder(self.tgt_embed(tgt_in), memory, self_mask, cross_mask))
 
+    @property
+    def decodes_step_by_step(self) -> bool:
+        """Whether cached decoding (`decode_step`) can extend this model's keys and values one position at
+        a time. 001 as written (attention.heads = "view") mixes positions across heads, so it cannot:
+        decoding then runs the decoder on the whole prefix at every step, which is what 001 itself does."""
+        return getattr(self.spec.attention, "heads", "transpose") != "view"
+
     def start_decoding(self) -> DecodeState:
         """Empty caches for `decode_step`."""
         return DecodeState([LayerCache() for _ in self.decoder.layers])
