@@ -48,6 +48,7 @@ CORPUS = ("bleu", "chrf", "exact_match")  # metrics with per-sentence statistics
 BOUNDS = {"bleu": (0, 100), "chrf": (0, 100), "exact_match": (0, 100), "token_accuracy": (0, 100),
           "tok_per_s": (0, math.inf), "valid_ppl": (1, math.inf), "test_ppl": (1, math.inf)}
 TIMINGS = {"tok_per_s", "seconds", "train_seconds", "finished"}
+CURVE_SUMMARIES = {"curve_area": oc.curve_area, "late_change": oc.late_change}  # of the primary validation curve
 
 
 @cache
@@ -149,9 +150,10 @@ class Analyst:
         return [s for s in self.experiment.config.seeds if self.outcome(variant, task, s) == oc.COMPLETE]
 
     def values(self, task: TaskEntry, variant: str, metric: str) -> list[float]:
-        if metric == "curve_area":
-            return [oc.curve_area(*self.eval_curve(variant, task, s, task.primary_metric))
-                    for s in self.trained(task, variant)]
+        if metric in CURVE_SUMMARIES:
+            summary = CURVE_SUMMARIES[metric]
+            return [summary(*self.eval_curve(variant, task, seed, task.primary_metric))
+                    for seed in self.trained(task, variant)]
         rows = self.frame[(self.frame.task == task.key) & (self.frame.variant == variant)].set_index("seed")
         return [float(rows.loc[s, metric]) for s in self.trained(task, variant)]
 

@@ -58,13 +58,7 @@ def factors(experiment: Experiment, a: str, b: str) -> list[str]:
 
 def converged(analyst: Analyst, task: TaskEntry, variant: str, tolerance: float) -> tuple[bool, float]:
     """Did the mean primary validation curve change by less than `tolerance` over the last quarter of training?"""
-    changes = []
-    for seed in analyst.trained(task, variant):
-        steps, values = analyst.eval_curve(variant, task, seed, task.primary_metric)
-        if len(steps) < 2:
-            continue
-        start = int(np.searchsorted(steps, 0.75 * steps[-1]))
-        changes.append(values[-1] - values[min(start, len(values) - 2)])
+    changes = [c for c in analyst.values(task, variant, "late_change") if not math.isnan(c)]
     if not changes:
         return False, math.nan
     change = float(np.mean(changes))

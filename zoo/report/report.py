@@ -276,7 +276,10 @@ def method_section(report: Report) -> list[str]:
         "- Equivalence only by TOST (two one-sided tests) against a margin declared per task in the experiment file.",
         "- Placebos: variant pairs proven to compute one function and trained alike measure the noise floor.",
         "- Steps to threshold: Kaplan–Meier median over finished runs (a run that never reaches it is censored at "
-        "its last evaluation). Curve area: mean level of the validation primary metric over training.",
+        "its last evaluation). Curve area: mean level of the validation primary metric over training. "
+        "Δ over the last quarter: the last validation value minus the value at 75% of the steps, per seed; "
+        "an interval around 0 says the budget reached the plateau, a clearly positive one that training "
+        "was still improving when it stopped.",
     ]
 
 

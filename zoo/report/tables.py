@@ -149,9 +149,10 @@ def quality_rows(experiment: Experiment, found: TaskAnalysis, frame, metrics: li
     """Per variant over its trained seeds: mean [95% CI] of each metric, curve area, steps to threshold."""
     task = found.task
     min_seeds = experiment.config.analysis.min_seeds
-    columns = [*metrics, "curve_area"]
+    columns = [*metrics, "curve_area", "late_change"]
     header = ["variant", "trained seeds", *(label(c) for c in metrics),
-              f"area under valid {label(task.primary_metric)}"]
+              f"area under valid {label(task.primary_metric)}",
+              f"Δ valid {label(task.primary_metric)} over the last quarter (plateau ≈ 0)"]
     if task.threshold is not None:
         header.append(f"steps to valid {label(task.primary_metric)} ≥ {task.threshold:g} (KM median [CI])")
     rows = []
