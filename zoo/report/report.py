@@ -39,6 +39,7 @@ from zoo.report.tables import (
     label,
     md_table,
     outcome_rows,
+    overview_rows,
     quality_rows,
     task_metrics,
 )
@@ -303,6 +304,11 @@ def build_report(experiment: Experiment, records_root: Path, out_dir: Path, comm
         lines += [config.description.strip(), ""]
     lines += [f"Made from the records in `{Path(records_root).name}/` with `{command}`.", "",
               "## Grid status", "", *grid_status(report)]
+    if len(report.tasks) > 1:
+        lines += ["## Overview", "",
+                  "Per task: the mean test primary metric over trained seeds, the unstable (stalled + diverged) runs, "
+                  f"and the verdict against {config.baseline_label}; each task's section has the intervals and "
+                  "p-values.", "", md_table(*overview_rows(experiment, report.tasks, report.analyst)), ""]
     for found in report.tasks:
         lines += task_section(report, found, out_dir)
     lines += ["## Placebo pairs (the noise floor)", "", *placebo_section(report)]

@@ -268,3 +268,27 @@ def terminal_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[str
              fmt_p(c.result.p_adjusted), verdict_text(c, analysis.min_seeds, short=True), fmt(c.prob_better),
              fmt(c.mde, c.metric)] for variant, c in found.comparisons.items()]
     return header, rows
+
+
+def overview_rows(experiment: Experiment, tasks: list[TaskAnalysis], analyst) -> tuple[list[str], list[list[str]]]:
+    """One row per variant, one column per task: the mean primary test metric over trained seeds, the
+    unstable runs, and the verdicts against the baseline (quality, then instability when it is significant)."""
+    alpha, min_seeds = experiment.config.analysis.alpha, experiment.config.analysis.min_seeds
+    header = ["variant", *(f"{found.task.key} ({label(found.primary)})" for found in tasks)]
+    rows = []
+    for variant in (v.label for v in experiment.config.variants):
+        cells = []
+        for found in tasks:
+            values = analyst.values(found.task, variant, found.primary)
+            rate = found.instability[variant]
+            parts = [fmt(float(np.mean(values)), found.primary) if values else "—", f"{rate.count}/{rate.n} unstable"]
+            if variant in found.collapsed:
+                parts.append(f"≡ {found.collapsed[variant]}")
+            elif variant in found.comparisons:
+                parts.append(verdict_text(found.comparisons[variant], min_seeds, short=True))
+            adjusted = found.failure_adjusted.get(variant, math.nan)
+            if not math.isnan(adjusted) and adjusted < alpha:
+                parts.append("more unstable" if found.failure_tests[variant].difference > 0 else "less unstable")
+            cells.append("; ".join(parts))
+        rows.append([variant + (" (baseline)" if variant == experiment.config.baseline_label else ""), *cells])
+    return header, rows
