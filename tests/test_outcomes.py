@@ -18,6 +18,7 @@ from zoo.report.outcomes import (
     curve_area,
     first_reach,
     instability_rate,
+    late_change,
     logrank,
     newcombe,
     time_to_threshold,
@@ -89,3 +90,9 @@ def test_newcombe_interval_matches_the_published_example():
     low, high = newcombe(48, 80, 56, 70)
     assert (round(low, 4), round(high, 4)) == (0.0524, 0.3339)
     assert newcombe(0, 5, 5, 5)[1] == 1.0  # stays inside [-1, 1] at the extremes
+
+
+def test_late_change_is_the_move_over_the_last_quarter():
+    assert late_change([100, 200, 300, 400], [1.0, 2.0, 3.0, 5.0]) == 2.0  # 5 - value at step 300
+    assert late_change([10, 20], [4.0, 4.5]) == 0.5
+    assert math.isnan(late_change([10], [4.0]))

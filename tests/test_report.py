@@ -232,6 +232,23 @@ def test_findings_are_checked_where_they_apply(report):
     assert warm.outcome in ("inconclusive", CONFIRMED) and "Fisher p" in warm.evidence
 
 
+def test_the_plateau_column_is_each_seeds_change_over_the_last_quarter(report):
+    """Fabricated curves end final*0.9 at step 300 and final at 400: the last quarter adds a tenth."""
+    task = report.experiment.config.tasks[0]
+    assert report.analyst.values(task, "prenorm", "late_change") == pytest.approx([v / 10 for v in VALUES["prenorm"]])
+
+
+def test_the_overview_has_a_row_per_variant_and_a_column_per_task(report):
+    from zoo.report.tables import overview_rows
+
+    header, rows = overview_rows(report.experiment, report.tasks, report.analyst)
+    assert header == ["variant", "copy (exact match %)"]
+    cells = {row[0]: row[1] for row in rows}
+    assert cells["linear (baseline)"].startswith("61.00; 1/6 unstable")  # seed 5 stalled, five trained
+    assert cells["prenorm"] == "98.33; 0/6 unstable; better"
+    assert cells["masked"].endswith("≡ linear") and "4/6 unstable" in cells["warm"]
+
+
 def test_a_stale_record_is_listed_and_never_counted(fake, tmp_path):
     experiment, root = fake
     import shutil
