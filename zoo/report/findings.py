@@ -24,7 +24,7 @@ import numpy as np
 from zoo.experiment import Experiment
 from zoo.experiment.config import Finding, TaskEntry
 from zoo.report import outcomes as oc
-from zoo.report.analysis import HIGHER_IS_BETTER, Analyst, Comparison
+from zoo.report.analysis import HIGHER_IS_BETTER, Analyst, Comparison, TaskAnalysis
 from zoo.report.collect import ReportError
 from zoo.report.equiv import Matrix
 from zoo.report.power import power_of
@@ -97,8 +97,11 @@ def _power(finding: Finding, comparison: Comparison | None, alpha: float) -> str
     return f"; power for the published effect ({finding.effect:+g}) was {power:.0%}" if not math.isnan(power) else ""
 
 
-def check(experiment: Experiment, analyst: Analyst, matrix: Matrix) -> list[Check]:
-    """Every finding on every task it names (tests unadjusted: report.py adjusts them with the family)."""
+def check(experiment: Experiment, analyst: Analyst, matrix: Matrix, tasks: list[TaskAnalysis]) -> list[Check]:
+    """Every finding on every task it names (tests unadjusted: report.py adjusts them with the family).
+    A finding about a variant against the baseline, on the task's primary metric, holds that task's own
+    test object: it is one test, adjusted once, not a second one."""
+    analysed = {found.task.key: found for found in tasks}
     checks = []
     for i, finding in enumerate(experiment.config.findings):
         reference = finding.against or experiment.config.baseline_label
@@ -117,20 +120,25 @@ def check(experiment: Experiment, analyst: Analyst, matrix: Matrix) -> list[Chec
         for task in experiment.config.tasks:
             if finding.task is not None and finding.task != task.key:
                 continue
-            checks.append(_check_task(experiment, analyst, finding, task, reference, metric or task.primary_metric))
+            checks.append(_check_task(experiment, analyst, finding, analysed[task.key], reference,
+                                      metric or task.primary_metric))
     return checks
 
 
-def _check_task(experiment: Experiment, analyst: Analyst, finding: Finding, task: TaskEntry, reference: str,
+def _check_task(experiment: Experiment, analyst: Analyst, finding: Finding, found: TaskAnalysis, reference: str,
                 metric: str) -> Check:
+    task = found.task
     if finding.variant == reference:
         return Check(finding, task.key, metric, UNTESTABLE, "the variant is its own reference")
+    own = reference == experiment.config.baseline_label  # the task's own test, when it has one
     if finding.kind == "failure-rate":
         outcomes = {v: [analyst.outcome(v, task, s) for s in experiment.config.seeds] for v in (reference,
                                                                                                    finding.variant)}
         rates = {v: oc.instability_rate(o) for v, o in outcomes.items()}
-        test = oc.compare_failures(rates[reference].count, rates[reference].n, rates[finding.variant].count,
-                                   rates[finding.variant].n, experiment.config.analysis.alpha)
+        test = found.failure_tests.get(finding.variant) if own else None
+        if test is None:
+            test = oc.compare_failures(rates[reference].count, rates[reference].n, rates[finding.variant].count,
+                                       rates[finding.variant].n, experiment.config.analysis.alpha)
         problems = regime_problems(experiment, analyst, finding, task, reference,
                                    (rates[reference].n, rates[finding.variant].n))
         evidence = (f"unstable runs {rates[finding.variant].count}/{rates[finding.variant].n} vs "
@@ -138,7 +146,9 @@ def _check_task(experiment: Experiment, analyst: Analyst, finding: Finding, task
         if problems:
             return Check(finding, task.key, "instability", UNTESTABLE, "; ".join(problems) + f" ({evidence})")
         return Check(finding, task.key, "instability", INCONCLUSIVE, evidence, failures=test)
-    comparison = analyst.compare(task, finding.variant, reference, metric)
+    comparison = found.comparisons.get(finding.variant) if own and metric == found.primary else None
+    if comparison is None:
+        comparison = analyst.compare(task, finding.variant, reference, metric)
     counted = (comparison.result.n_baseline, comparison.result.n_variant)
     problems = regime_problems(experiment, analyst, finding, task, reference, counted)
     power = _power(finding, comparison, experiment.config.analysis.alpha)

@@ -66,7 +66,7 @@ def analyse(experiment: Experiment, records_root: Path) -> Report:
     analyst = Analyst(experiment, records, frame)
     tasks = [analyst.task(task, descriptive_metrics(task, is_text(task))) for task in experiment.config.tasks]
     matrix = equivalence_matrix(experiment, records)
-    checks = fnd.check(experiment, analyst, matrix)
+    checks = fnd.check(experiment, analyst, matrix, tasks)
     report = Report(experiment, frame, analyst, tasks, matrix, checks)
     _placebos(report)
     _correct(report)
@@ -94,45 +94,35 @@ def _placebos(report: Report) -> None:
 
 def _correct(report: Report) -> None:
     """One family of tests for the verdicts (every primary comparison, every finding's test), one for
-    instability; p-values adjusted within each (Holm by default), verdicts recomputed."""
+    instability; p-values adjusted within each (Holm by default), verdicts recomputed. A test that a
+    finding shares with its task (the same object) is counted and adjusted once."""
     method, alpha = report.experiment.config.analysis.correction, report.experiment.config.analysis.alpha
-    tested = [(found, variant) for found in report.tasks for variant in found.comparisons]
-    extra = [c for c in report.checks if c.comparison is not None
-             and not any(c.comparison.task == f.task.key and c.comparison.metric == f.primary
-                         and c.comparison.reference == report.experiment.config.baseline_label
-                         and c.comparison.variant == v for f, v in tested)]
-    family = [found.comparisons[v] for found, v in tested] + [c.comparison for c in extra]
-    results = adjust([c.result for c in family], method)
+    family = _unique([c for found in report.tasks for c in found.comparisons.values()]
+                     + [check.comparison for check in report.checks if check.comparison is not None])
     report.family = sum(not math.isnan(c.result.p_value) for c in family)
-    settled = [replace(c, result=r) for c, r in zip(family, results)]
-    for (found, variant), comparison in zip(tested, settled):
-        found.comparisons[variant] = comparison
-    for check, comparison in zip(extra, settled[len(tested):]):
-        check.comparison = comparison
-    for check in report.checks:  # findings on a baseline comparison share its adjusted result
-        if check.comparison is not None and check not in extra:
-            found = next(f for f in report.tasks if f.task.key == check.comparison.task)
-            check.comparison = found.comparisons[check.comparison.variant]
-    failure_tests = [(found, v, t) for found in report.tasks for v, t in found.failure_tests.items()]
-    baseline = report.experiment.config.baseline_label
-
-    def shared(check: fnd.Check) -> bool:  # the task's own test against the baseline: not a second test
-        return (check.finding.against or baseline) == baseline and any(
-            found.task.key == check.task and check.finding.variant in found.failure_tests for found in report.tasks)
-
-    failure_checks = [c for c in report.checks if c.failures is not None and not shared(c)]
-    failure_p = [t.p_value for _, _, t in failure_tests] + [c.failures.p_value for c in failure_checks]
-    failure_adjusted = correct(failure_p, method)
-    report.failure_family = sum(not math.isnan(p) for p in failure_p)
-    for (found, variant, _), p in zip(failure_tests, failure_adjusted):
-        found.failure_adjusted[variant] = p
-    for check, p in zip(failure_checks, failure_adjusted[len(failure_tests):]):
-        check.failure_adjusted = p
+    settled = {id(c): replace(c, result=r) for c, r in zip(family, adjust([c.result for c in family], method))}
+    for found in report.tasks:
+        found.comparisons = {variant: settled[id(c)] for variant, c in found.comparisons.items()}
     for check in report.checks:
-        if check.failures is not None and shared(check):
-            found = next(f for f in report.tasks if f.task.key == check.task)
-            check.failure_adjusted = found.failure_adjusted[check.finding.variant]
+        if check.comparison is not None:
+            check.comparison = settled[id(check.comparison)]
+    report.placebos = [(task, a, b, settled.get(id(c), c)) for task, a, b, c in report.placebos]
+
+    tests = _unique([t for found in report.tasks for t in found.failure_tests.values()]
+                    + [check.failures for check in report.checks if check.failures is not None])
+    report.failure_family = sum(not math.isnan(t.p_value) for t in tests)
+    adjusted = dict(zip(map(id, tests), correct([t.p_value for t in tests], method)))
+    for found in report.tasks:
+        found.failure_adjusted = {variant: adjusted[id(t)] for variant, t in found.failure_tests.items()}
+    for check in report.checks:
+        if check.failures is not None:
+            check.failure_adjusted = adjusted[id(check.failures)]
     report.checks = [fnd.settle(check, alpha) for check in report.checks]
+
+
+def _unique(tests: list) -> list:
+    """Each test object once, in first-seen order."""
+    return list({id(t): t for t in tests}.values())
 
 
 # -- markdown --------------------------------------------------------------------------------------
