@@ -262,6 +262,25 @@ def test_a_stale_record_is_listed_and_never_counted(fake, tmp_path):
     assert 10.0 not in found.analyst.values(found.tasks[0].task, "prenorm", "exact_match")
 
 
+def test_cells_not_run_yet_are_summarised_per_task(fake, tmp_path):
+    """A grid stopped part-way: the report says which cells have no record, one line per task."""
+    experiment, root = fake
+    import shutil
+
+    from zoo.report.report import grid_status
+
+    copy = tmp_path / "records"
+    shutil.copytree(root, copy)
+    for variant in ("linear", "conv1d", "prenorm", "masked", "warm"):
+        record_path(copy, variant, "copy", 5).unlink()
+    lines = grid_status(analyse(experiment, copy))
+    assert lines[0] == "30 runs planned: 21 complete, 4 diverged, 5 missing."
+    assert "- `copy`: **5 of 30 cells not run yet** (no record): every variant, seed 5" in lines
+    record_path(copy, "warm", "copy", 4).unlink()
+    assert "- `copy`: **6 of 30 cells not run yet** (no record): linear: seed 5; conv1d: seed 5; prenorm: seed 5; " \
+           "masked: seed 5; warm: seed 4, 5" in grid_status(analyse(experiment, copy))
+
+
 def test_the_report_regenerates_byte_for_byte_apart_from_its_first_line(fake, tmp_path):
     experiment, root = fake
     first, _ = build_report(experiment, root, tmp_path / "a", "zoo report fake")
