@@ -361,3 +361,12 @@ def test_zoo_plan_sizes_seeds_from_the_records(capsys, monkeypatch):
     printed = capsys.readouterr().out
     assert "seeds per arm for ±1" in printed and "pre-norm-conv1d" in printed
     assert "run at least 2 seeds of each first" in printed  # post-norm: no seed trained
+
+
+def test_differences_are_formatted_signed_and_float_residue_is_zero():
+    from zoo.report.tables import fmt_difference, fmt_effect
+
+    assert fmt_difference(1.234, "exact_match") == "+1.23"
+    assert fmt_difference(-0.004, "exact_match") == "-0.004"  # would round to zero: two significant digits
+    assert fmt_difference(-1.4e-14, "exact_match") == "0.00"  # two equal means summed in another order
+    assert fmt_effect(-1.4e-14, -0.29, 0.29, "exact_match") == "0.00 [-0.29, +0.29]"

@@ -41,9 +41,12 @@ def fmt(value: float, column: str = "") -> str:
 
 
 def fmt_difference(value: float, column: str = "") -> str:
-    """Signed; a difference the column's format would round to zero keeps two significant digits."""
+    """Signed; a difference the column's format would round to zero keeps two significant digits, unless
+    it is floating-point residue (|value| < 1e-9, e.g. two equal means summed in another order): 0."""
     if value is None or math.isnan(value):
         return "—"
+    if abs(value) < 1e-9:
+        value = 0.0
     text = fmt(value, column)
     if value != 0 and float(text.replace(",", "")) == 0:
         text = f"{value:.2g}"
