@@ -370,3 +370,10 @@ def test_differences_are_formatted_signed_and_float_residue_is_zero():
     assert fmt_difference(-0.004, "exact_match") == "-0.004"  # would round to zero: two significant digits
     assert fmt_difference(-1.4e-14, "exact_match") == "0.00"  # two equal means summed in another order
     assert fmt_effect(-1.4e-14, -0.29, 0.29, "exact_match") == "0.00 [-0.29, +0.29]"
+
+
+def test_the_instability_plot_is_drawn_from_the_task_analyses(report, tmp_path):
+    from zoo.report import plots
+
+    png = plots.instability(report.experiment, report.tasks, tmp_path / "instability.png")
+    assert png.exists() and png.stat().st_size > 10_000

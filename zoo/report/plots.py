@@ -183,6 +183,37 @@ def throughput(experiment: Experiment, frame: pd.DataFrame, path: Path) -> Path:
     return _save(fig, path)
 
 
+def instability(experiment: Experiment, tasks: list[TaskAnalysis], path: Path) -> Path:
+    """Share of unstable (stalled + diverged) runs per task, one bar per variant, with its 95%
+    Clopper-Pearson interval: where, across an experiment's tasks or training regimes, training fails."""
+    colors = _colors(experiment)
+    variants = [v.label for v in experiment.config.variants]
+    width = 0.8 / len(variants)
+    fig, ax = plt.subplots(figsize=(max(8.0, 1.1 * len(tasks) * max(1, len(variants) / 2)), 4.5))
+    for i, variant in enumerate(variants):
+        xs, rates, low, high, counts = [], [], [], [], []
+        for t, found in enumerate(tasks):
+            rate = found.instability[variant]
+            if not rate.n:
+                continue
+            xs.append(t - 0.4 + width * (i + 0.5))
+            rates.append(100 * rate.rate)
+            low.append(100 * (rate.rate - rate.ci_low))
+            high.append(100 * (rate.ci_high - rate.rate))
+            counts.append(f"{rate.count}/{rate.n}")
+        ax.bar(xs, rates, width, yerr=[low, high], capsize=2, color=colors[variant], label=variant,
+               error_kw={"elinewidth": 0.8, "alpha": 0.6})
+        for x, y, text in zip(xs, rates, counts):  # the counts, readable also where the bar has no height
+            ax.text(x, y + 1, text, ha="center", va="bottom", fontsize=6, color=colors[variant])
+    ax.set_xticks(range(len(tasks)), [found.task.key for found in tasks], rotation=30, ha="right", fontsize=8)
+    ax.set(title=f"{experiment.name}: unstable runs (stalled + diverged) per task\n"
+                 "bar: share of finished runs; error bar: 95% Clopper-Pearson interval",
+           ylabel="unstable runs (%)", ylim=(0, 105))
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
 def _save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()

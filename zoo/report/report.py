@@ -313,6 +313,8 @@ def build_report(experiment: Experiment, records_root: Path, out_dir: Path, comm
                   "Per task: the mean test primary metric over trained seeds, the unstable (stalled + diverged) runs, "
                   f"and the verdict against {config.baseline_label}; each task's section has the intervals and "
                   "p-values.", "", md_table(*overview_rows(experiment, report.tasks, report.analyst)), ""]
+        png = plots.instability(experiment, report.tasks, out_dir / "plots" / "instability.png")
+        lines += [f"![unstable runs per task]({png.relative_to(out_dir).as_posix()})", ""]
     for found in report.tasks:
         lines += task_section(report, found, out_dir)
     lines += ["## Placebo pairs (the noise floor)", "", *placebo_section(report)]
