@@ -96,3 +96,15 @@ def test_late_change_is_the_move_over_the_last_quarter():
     assert late_change([100, 200, 300, 400], [1.0, 2.0, 3.0, 5.0]) == 2.0  # 5 - value at step 300
     assert late_change([10, 20], [4.0, 4.5]) == 0.5
     assert math.isnan(late_change([10], [4.0]))
+
+
+def test_fisher_power_and_the_detectable_rise_by_hand():
+    """0/6 against k/6: Fisher rejects at 5/6 (p 0.015), not at 4/6 (p 0.061), so the power at rate r is
+    P(k >= 5) = r^6 + 6 r^5 (1 - r), which first reaches 80% at r = 0.87."""
+    from zoo.report.outcomes import detectable_rise, fisher_power
+
+    for r in (0.5, 0.87, 0.95):
+        assert fisher_power(0.0, r, 6, 6) == pytest.approx(r**6 + 6 * r**5 * (1 - r))
+    assert detectable_rise(0.0, 6, 6) == pytest.approx(0.87)
+    assert math.isnan(detectable_rise(0.0, 2, 2))  # 2/2 v 0/2 gives p 0.33: nothing is detectable
+    assert compare_failures(0, 6, 6, 6).detectable == pytest.approx(0.87)

@@ -162,10 +162,15 @@ def settle(check_: Check, alpha: float) -> Check:
     finding = check_.finding
     if check_.failures is not None:
         p, more = check_.failure_adjusted, check_.failures.difference > 0
+        check_.evidence += f", adjusted p {p:.3g}"
         if p < alpha:
             expected = (finding.expect == "more failures") == more
             check_.outcome = CONFIRMED if expected else CONTRADICTED
-        check_.evidence += f", adjusted p {p:.3g}"
+        elif math.isnan(check_.failures.detectable):
+            check_.evidence += "; too few runs to detect any rise in the failure rate"
+        else:
+            check_.evidence += (f"; a rise smaller than {100 * check_.failures.detectable:.0f} points over the "
+                                "reference's rate could not be detected (80% power, unadjusted alpha)")
         return check_
     c = check_.comparison
     if c is None:

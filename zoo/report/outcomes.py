@@ -17,7 +17,8 @@ survived hides that. These functions report outcomes per run (the seed is the un
     instability_rate   stalled + diverged among the finished runs (complete, stalled, diverged) with
                        a Clopper–Pearson exact 95% interval; "failed" (crashes) is counted apart, being
                        more often infrastructure than the model. 0 of 5 is still compatible with 52%.
-    compare_failures   two variants' counts by Fisher's exact test (two-sided)
+    compare_failures   two variants' counts by Fisher's exact test (two-sided), with the smallest rise
+                       of the failure rate the test detects with 80% power (exact binomial power)
     first_reach        the first evaluation step at which the validation metric reaches a threshold,
                        or the last evaluated step, censored, for a run that never did
     time_to_threshold  Kaplan–Meier median steps to threshold with its 95% interval (lifelines):
@@ -36,6 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -125,6 +127,7 @@ class FailureComparison:
     p_value: float  # Fisher's exact test, two-sided
     ci_low: float = math.nan  # Newcombe's interval of the difference (hybrid Wilson score, method 10)
     ci_high: float = math.nan
+    detectable: float = math.nan  # smallest rise over the baseline's rate Fisher detects with 80% power
 
 
 def wilson(count: int, n: int, alpha: float = ALPHA) -> tuple[float, float]:
@@ -155,7 +158,34 @@ def compare_failures(baseline_count: int, baseline_n: int, variant_count: int, v
     table = [[variant_count, variant_n - variant_count], [baseline_count, baseline_n - baseline_count]]
     odds, p = scipy_stats.fisher_exact(table, alternative="two-sided")
     low, high = newcombe(baseline_count, baseline_n, variant_count, variant_n, alpha)
-    return FailureComparison(base, var, var.rate - base.rate, float(odds), float(p), low, high)
+    rise = detectable_rise(baseline_count / baseline_n, baseline_n, variant_n, alpha)
+    return FailureComparison(base, var, var.rate - base.rate, float(odds), float(p), low, high, rise)
+
+
+@cache
+def _fisher_rejects(n_baseline: int, n_variant: int, alpha: float) -> np.ndarray:
+    """(n_baseline + 1, n_variant + 1) booleans: does Fisher's two-sided test reject at these counts?"""
+    return np.array([[scipy_stats.fisher_exact([[b, n_variant - b], [a, n_baseline - a]])[1] < alpha
+                      for b in range(n_variant + 1)] for a in range(n_baseline + 1)])
+
+
+def fisher_power(rate_baseline: float, rate_variant: float, n_baseline: int, n_variant: int,
+                 alpha: float = ALPHA) -> float:
+    """Exact power of Fisher's two-sided test: the chance, over both arms' binomial counts, that it rejects."""
+    weights = np.outer(scipy_stats.binom.pmf(np.arange(n_baseline + 1), n_baseline, rate_baseline),
+                       scipy_stats.binom.pmf(np.arange(n_variant + 1), n_variant, rate_variant))
+    return float(weights[_fisher_rejects(n_baseline, n_variant, alpha)].sum())
+
+
+def detectable_rise(rate_baseline: float, n_baseline: int, n_variant: int, alpha: float = ALPHA,
+                    power: float = 0.8) -> float:
+    """The smallest rise of the failure rate above `rate_baseline` (the baseline's observed rate) that
+    Fisher's test at `alpha` detects with `power`, to 0.01; NaN when not even a rate of 1 would be
+    (too few runs). What 'no detectable difference' in failure rates could have seen."""
+    for rate in np.linspace(rate_baseline, 1.0, int(round((1.0 - rate_baseline) * 100)) + 1):
+        if fisher_power(rate_baseline, float(rate), n_baseline, n_variant, alpha) >= power:
+            return float(rate - rate_baseline)
+    return math.nan
 
 
 def first_reach(steps: Sequence[float], values: Sequence[float], threshold: float,

@@ -262,7 +262,9 @@ def method_section(report: Report) -> list[str]:
         "- The seed is the unit of evidence: each run gives one number per metric; variants are compared over seeds.",
         "- Outcomes: complete, stalled (complete but the primary validation metric ended below the task's floor), "
         "diverged (a non-finite loss), failed (raised). Quality uses complete runs only; instability (stalled + "
-        "diverged) has a Clopper–Pearson interval and is compared with the baseline by Fisher's exact test.",
+        "diverged) has a Clopper–Pearson interval and is compared with the baseline by Fisher's exact test; "
+        "'detectable rise' is the smallest increase of the unstable share over the baseline's that the test "
+        "finds with 80% power at the unadjusted alpha (exact binomial power).",
         "- Per-seed metrics: Welch's t-test and interval (Welch–Satterthwaite df); with unequal seed counts the "
         "p-value is the larger of Welch's and an exact permutation p. Corpus metrics (BLEU, chrF, exact match) add "
         "test-sentence variation: variance = Welch seed variance of the per-seed scores + paired sentence-bootstrap "

@@ -72,6 +72,15 @@ def fmt_effect(difference: float, low: float, high: float, column: str = "") -> 
     return fmt_difference(difference, column) + interval
 
 
+def fmt_rise(test: oc.FailureComparison | None) -> str:
+    """The smallest rise of the unstable share over the baseline's that the test would detect."""
+    if test is None:
+        return "—"
+    if math.isnan(test.detectable):
+        return "none, even to 100% (too few runs)"
+    return f"+{100 * test.detectable:.0f} points"
+
+
 def fmt_rate(rate: oc.Rate) -> str:
     if not rate.n:
         return "—"
@@ -126,7 +135,8 @@ def verdict_text(comparison: Comparison, min_seeds: int, short: bool = False) ->
 
 def outcome_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
     header = ["variant", "complete", "stalled", "diverged", "failed", "unstable (stalled + diverged)",
-              "Δ unstable [95% CI]", "vs baseline: Fisher p", "adjusted p", "verdict"]
+              "Δ unstable [95% CI]", "vs baseline: Fisher p", "adjusted p", "verdict",
+              "detectable rise (80% power)"]
     rows = []
     for variant in (v.label for v in experiment.config.variants):
         counts = {state: sorted(s for s, o in found.outcomes[variant].items() if o == state)
@@ -143,7 +153,7 @@ def outcome_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[str]
         change = "—" if test is None or math.isnan(test.difference) else \
             f"{100 * test.difference:+.0f} points [{100 * test.ci_low:+.0f}, {100 * test.ci_high:+.0f}]"
         rows.append([name, *cells, fmt_rate(found.instability[variant]), change,
-                     fmt_p(test.p_value) if test else "—", fmt_p(adjusted), verdict])
+                     fmt_p(test.p_value) if test else "—", fmt_p(adjusted), verdict, fmt_rise(test)])
     return header, rows
 
 
