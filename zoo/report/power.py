@@ -95,7 +95,10 @@ def detectable(se: float, df: float, alpha: float = ALPHA, power: float = POWER)
         if math.isinf(df):
             reached = scipy_stats.norm.sf(critical - ncp) + scipy_stats.norm.cdf(-critical - ncp)
         else:
-            reached = scipy_stats.nct.sf(critical, df, ncp) + scipy_stats.nct.cdf(-critical, df, ncp)
+            # scipy's nct.cdf returns NaN far in the lower tail (df 3.04, ncp 8: the wrong-side rejection
+            # probability is below 1e-8 there), so a NaN tail counts as 0
+            wrong_side = float(scipy_stats.nct.cdf(-critical, df, ncp))
+            reached = scipy_stats.nct.sf(critical, df, ncp) + (0.0 if math.isnan(wrong_side) else wrong_side)
         return float(reached) - power
 
     high = 1.0
