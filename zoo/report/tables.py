@@ -294,6 +294,9 @@ def overview_rows(experiment: Experiment, tasks: list[TaskAnalysis], analyst) ->
         for found in tasks:
             values = analyst.values(found.task, variant, found.primary)
             rate = found.instability[variant]
+            if not rate.n:
+                cells.append("no finished runs yet")
+                continue
             parts = [fmt(float(np.mean(values)), found.primary) if values else "—", f"{rate.count}/{rate.n} unstable"]
             if variant in found.collapsed:
                 parts.append(f"≡ {found.collapsed[variant]}")
