@@ -262,6 +262,24 @@ def test_a_stale_record_is_listed_and_never_counted(fake, tmp_path):
     assert 10.0 not in found.analyst.values(found.tasks[0].task, "prenorm", "exact_match")
 
 
+def test_a_zero_stall_floor_counts_every_complete_run_in_quality(fake, tmp_path):
+    """floor 0 (a study of what each variant delivers, where learning nothing is a score): linear's seed 5,
+    stalled under the default floor, counts at its score; the records are the same (a report setting)."""
+    from zoo.report.report import stall_rule
+
+    _, root = fake
+    path = tmp_path / "fake.toml"
+    path.write_text(EXPERIMENT.replace("margin = 5.0\n", "margin = 5.0\nstall = {floor = 0}\n", 1))
+    experiment = load_experiment(path)
+    found = analyse(experiment, root)
+    assert found.tasks[0].outcomes["linear"][5] == "complete"
+    assert found.analyst.values(found.tasks[0].task, "linear", "exact_match") == [60, 62, 61, 59, 63, 40]
+    assert stall_rule(experiment.config.tasks[0], "exact_match") == \
+        "no stall rule (every complete run counts in quality, at its score)"
+    assert stall_rule(fake[0].config.tasks[0], "exact_match") == \
+        "stalled = complete but the final validation exact match % < 5"
+
+
 def test_cells_not_run_yet_are_summarised_per_task(fake, tmp_path):
     """A grid stopped part-way: the report says which cells have no record, one line per task."""
     experiment, root = fake

@@ -70,8 +70,9 @@ class StallSettings(BaseModel):
     """When a complete run counts as *stalled*: trained to the end without learning the task."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-    floor: float | None = Field(None, description="final primary validation metric below this ⇒ stalled "
-                                                  "(default: 1 BLEU, 10 chrF, 5% exact match, 20% token accuracy)")
+    floor: float | None = Field(None, ge=0, description="final primary validation metric below this ⇒ stalled "
+                                                        "(default: 1 BLEU, 10 chrF, 5% exact match, 20% token "
+                                                        "accuracy; 0: no floor, every complete run counts in quality)")
     patience: int | None = Field(None, ge=1, strict=True, description="no improvement over the last N evaluations "
                                                                       "⇒ stalled (default: not used)")
 

@@ -174,15 +174,24 @@ def _missing(frame) -> list[str]:
     return lines
 
 
+def stall_rule(task, primary: str) -> str:
+    """When a complete run of `task` counts as stalled, in words (floor 0: never, by the floor)."""
+    parts = [f"the final validation {label(primary)} < {task.stall_floor:g}"] if task.stall_floor > 0 else []
+    if task.stall.patience:
+        parts.append(f"no gain in {task.stall.patience} evaluations")
+    if not parts:
+        return "no stall rule (every complete run counts in quality, at its score)"
+    return "stalled = complete but " + " or ".join(parts)
+
+
 def task_section(report: Report, found: TaskAnalysis, out_dir: Path) -> list[str]:
     experiment, task = report.experiment, found.task
     analysis = experiment.config.analysis
     metrics = task_metrics(task, is_text(task))
     kind = "translation" if is_text(task) else "synthetic"
     lines = [f"## Task `{task.key}`", "",
-             f"`{task.name}` ({kind}). Primary metric: **test {label(found.primary)}**; stalled = complete but the "
-             f"final validation {label(found.primary)} < {task.stall_floor:g}"
-             + (f" or no gain in {task.stall.patience} evaluations" if task.stall.patience else "")
+             f"`{task.name}` ({kind}). Primary metric: **test {label(found.primary)}**; "
+             + stall_rule(task, found.primary)
              + (f"; equivalence margin ±{task.margin:g}" if task.margin is not None else "; no equivalence margin")
              + f". Baseline: **{experiment.config.baseline_label}**.", "",
              "### Outcomes", "", md_table(*outcome_rows(experiment, found)), "",
