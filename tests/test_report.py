@@ -395,3 +395,10 @@ def test_the_instability_plot_is_drawn_from_the_task_analyses(report, tmp_path):
 
     png = plots.instability(report.experiment, report.tasks, tmp_path / "instability.png")
     assert png.exists() and png.stat().st_size > 10_000
+
+
+def test_findings_print_tiny_p_values_as_a_bound():
+    from zoo.report.findings import fmt_small_p
+
+    assert fmt_small_p(0.0195) == "0.0195" and fmt_small_p(0.000234) == "0.000234"
+    assert fmt_small_p(3.2e-78) == "< 0.0001" and fmt_small_p(0.0) == "< 0.0001"  # 0: both arms constant

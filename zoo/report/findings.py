@@ -142,7 +142,7 @@ def _check_task(experiment: Experiment, analyst: Analyst, finding: Finding, foun
         problems = regime_problems(experiment, analyst, finding, task, reference,
                                    (rates[reference].n, rates[finding.variant].n))
         evidence = (f"unstable runs {rates[finding.variant].count}/{rates[finding.variant].n} vs "
-                    f"{rates[reference].count}/{rates[reference].n}, Fisher p {test.p_value:.3g}")
+                    f"{rates[reference].count}/{rates[reference].n}, Fisher p {fmt_small_p(test.p_value)}")
         if problems:
             return Check(finding, task.key, "instability", UNTESTABLE, "; ".join(problems) + f" ({evidence})")
         return Check(finding, task.key, "instability", INCONCLUSIVE, evidence, failures=test)
@@ -157,12 +157,18 @@ def _check_task(experiment: Experiment, analyst: Analyst, finding: Finding, foun
     return Check(finding, task.key, metric, INCONCLUSIVE, power, comparison=comparison)
 
 
+def fmt_small_p(p: float) -> str:
+    """3 significant digits, and '< 0.0001' below that: a p of 1e-78 (or 0, both arms constant over
+    seeds) says no more than that."""
+    return "< 0.0001" if p < 1e-4 else f"{p:.3g}"
+
+
 def settle(check_: Check, alpha: float) -> Check:
     """The outcome from the (adjusted) test: confirmed, contradicted or inconclusive."""
     finding = check_.finding
     if check_.failures is not None:
         p, more = check_.failure_adjusted, check_.failures.difference > 0
-        check_.evidence += f", adjusted p {p:.3g}"
+        check_.evidence += f", adjusted p {fmt_small_p(p)}"
         if p < alpha:
             expected = (finding.expect == "more failures") == more
             check_.outcome = CONFIRMED if expected else CONTRADICTED
@@ -176,7 +182,7 @@ def settle(check_: Check, alpha: float) -> Check:
     if c is None:
         return check_
     r = c.result
-    said = (f"Δ {r.difference:+.3g} [{r.ci_low:+.3g}, {r.ci_high:+.3g}], adjusted p {r.p_adjusted:.3g}, "
+    said = (f"Δ {r.difference:+.3g} [{r.ci_low:+.3g}, {r.ci_high:+.3g}], adjusted p {fmt_small_p(r.p_adjusted)}, "
             f"{r.n_variant} v {r.n_baseline} seeds")
     equivalent = c.equivalence is not None and c.equivalence.equivalent
     if r.verdict in (BETTER, WORSE):
