@@ -475,6 +475,30 @@ def test_booleans_are_not_sizes(field):
         zoo.load_spec("paper-base", {field: True})
 
 
+@pytest.mark.parametrize("suffix, text", [
+    (".toml", 'extends = "paper-base"\nname = "mine"\n[norm]\nkind = "rmsnorm"\n'),
+    (".json", '{"extends": "paper-base", "name": "mine", "norm": {"kind": "rmsnorm"}}'),
+])
+def test_a_spec_file_extends_a_preset(tmp_path, suffix, text):
+    path = tmp_path / f"mine{suffix}"
+    path.write_text(text)
+    spec = zoo.load_spec(path)
+    assert spec.norm.kind == "rmsnorm" and spec.name == "mine"
+    assert spec.model_dump(exclude={"name", "description", "notes"}) == zoo.load_spec(
+        "paper-base", {"norm.kind": "rmsnorm"}).model_dump(exclude={"name", "description", "notes"})
+
+
+def test_extends_names_a_cycle_and_a_bad_value(tmp_path, monkeypatch):
+    (tmp_path / "ping.toml").write_text('extends = "pong"\nname = "ping"\n')
+    (tmp_path / "pong.toml").write_text('extends = "ping"\nname = "pong"\n')
+    monkeypatch.setenv("ZOO_PRESETS", str(tmp_path))
+    with pytest.raises(zoo.SpecError, match="extends: ping -> pong -> ping is a cycle"):
+        zoo.load_spec("ping")
+    (tmp_path / "odd.toml").write_text('extends = 3\nname = "odd"\n')
+    with pytest.raises(zoo.SpecError, match="extends: expected the name of a preset, got 3"):
+        zoo.load_spec(tmp_path / "odd.toml")
+
+
 def test_extends_switches_a_kind_as_set_does(tmp_path, monkeypatch):
     """`[ffn] kind = "swiglu"` over paper-base drops `activation`, which SwiGLU does not have, as
     `--set ffn.kind=swiglu` does; the slot's other options and the other slots are kept."""

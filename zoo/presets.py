@@ -49,10 +49,8 @@ def _dotted(changes: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def preset_data(name: str) -> dict[str, Any]:
-    """A preset's fields; a preset with `extends = "NAME"` is that preset with its own fields changed
-    (how `writeup-001-as-written` restores 001's slips without copying 001). A changed slot keeps its other
-    options, except those a switched `kind` does not have (`[ffn] kind = "swiglu"` drops `activation`)."""
+def preset_data(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A preset's fields, its `extends` resolved (see with_base)."""
     paths = preset_paths()
     if name not in paths:
         close = difflib.get_close_matches(name, list(paths), n=1)
@@ -61,6 +59,20 @@ def preset_data(name: str) -> dict[str, Any]:
             f"unknown preset {name!r} (and no such spec file){hint}; presets: {', '.join(paths) or 'none found'}"
         )
     with paths[name].open("rb") as handle:
-        data = tomllib.load(handle)
+        return with_base(tomllib.load(handle), (*seen, name))
+
+
+def with_base(data: dict[str, Any], seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Spec fields with `extends = "NAME"` resolved: preset NAME with these fields changed, as `--set`
+    would change them (how `writeup-001-as-written` restores 001's slips without copying 001; a spec file
+    may do the same). A changed slot keeps its other options, except those a switched `kind` does not
+    have (`[ffn] kind = "swiglu"` drops `activation`)."""
+    data = dict(data)
     base = data.pop("extends", None)
-    return apply_overrides(preset_data(base), _dotted(data)) if base is not None else data
+    if base is None:
+        return data
+    if not isinstance(base, str):
+        raise SpecError(f"extends: expected the name of a preset, got {base!r}")
+    if base in seen:
+        raise SpecError(f"extends: {' -> '.join((*seen, base))} is a cycle")
+    return apply_overrides(preset_data(base, seen), _dotted(data))

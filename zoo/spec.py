@@ -198,13 +198,13 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any] | None) -> d
 
 def load_spec(name_or_path: str | Path | ModelSpec, overrides: dict[str, Any] | None = None) -> ModelSpec:
     """A preset name ('paper-base') or a spec file path, with dotted overrides applied, validated."""
-    from zoo.presets import preset_data
+    from zoo.presets import preset_data, with_base
 
     if isinstance(name_or_path, ModelSpec):
         return name_or_path.with_overrides(overrides or {}) if overrides else name_or_path
     path = Path(name_or_path)
     if path.suffix in (".toml", ".yaml", ".yml", ".json") or path.exists():
-        data, source = read_config_file(path), str(path)
+        data, source = with_base(read_config_file(path)), str(path)
     else:
         data, source = preset_data(str(name_or_path)), str(name_or_path)
     return validate_spec(apply_overrides(data, overrides), source=source)
