@@ -204,3 +204,11 @@ def test_cli_user_errors_are_one_line(capsys, argv):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_an_unprintable_key_is_quoted_and_the_error_stays_one_line():
+    """Found by test_any_overrides_give_a_spec_or_one_line: a key holding a newline broke the line."""
+    with pytest.raises(ZooError) as caught:
+        zoo.load_spec("paper-base", {"ffn": {"\n": 1}})
+    one_line(caught.value)
+    assert "ffn.'\\n': unknown key" in str(caught.value)

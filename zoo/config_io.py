@@ -123,14 +123,15 @@ def _fields_at(model: type[BaseModel] | None, path: tuple) -> dict[str, Any]:
 def describe_error(error: dict[str, Any], model: type[BaseModel] | None = None, prefix: tuple = ()) -> str:
     """One pydantic error as 'dotted.field: what is wrong (got value)'; an unknown key lists the keys of
     the table it was found in (a nested one included) and suggests the closest."""
-    loc = ".".join(str(p) for p in (*prefix, *error["loc"]))
+    loc = ".".join(_key(p) for p in (*prefix, *error["loc"]))
     if error["type"] == "zoo_slot":
         return error["msg"]
     if error["type"] == "extra_forbidden":
         fields = _fields_at(model, tuple(error["loc"][:-1]))
-        name = str(error["loc"][-1])
+        name = _key(error["loc"][-1])
         close = difflib.get_close_matches(name, list(fields), n=1, cutoff=0.6)
-        hint = f"; did you mean {'.'.join(str(p) for p in (*prefix, *error['loc'][:-1], close[0]))!r}?" if close else ""
+        suggestion = ".".join(_key(p) for p in (*prefix, *error["loc"][:-1], *close[:1]))
+        hint = f"; did you mean {suggestion!r}?" if close else ""
         valid = f" (valid keys: {', '.join(sorted(fields))})" if fields else ""
         return f"{loc}: unknown key{hint}{valid}"
     message = " ".join(str(error["msg"]).split())
@@ -138,6 +139,13 @@ def describe_error(error: dict[str, Any], model: type[BaseModel] | None = None, 
         message = message[len("Value error, ") :]
         return message if message.split(":")[0].strip() else f"{loc}: {message}"
     return f"{loc}: {message} (got {_short(error.get('input'))})" if loc else message
+
+
+def _key(part: Any) -> str:
+    """A key as an error names it: as written, or quoted when it is empty or holds a newline or another
+    unprintable character (the message stays one line)."""
+    text = str(part)
+    return text if text and text.isprintable() else repr(text)
 
 
 def _short(value: Any) -> str:
