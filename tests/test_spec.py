@@ -495,8 +495,11 @@ def test_extends_names_a_cycle_and_a_bad_value(tmp_path, monkeypatch):
     with pytest.raises(zoo.SpecError, match="extends: ping -> pong -> ping is a cycle"):
         zoo.load_spec("ping")
     (tmp_path / "odd.toml").write_text('extends = 3\nname = "odd"\n')
-    with pytest.raises(zoo.SpecError, match="extends: expected the name of a preset, got 3"):
+    with pytest.raises(zoo.SpecError, match="odd.toml: extends: expected the name of a preset, got 3"):
         zoo.load_spec(tmp_path / "odd.toml")
+    (tmp_path / "typo.toml").write_text('extends = "paper-bse"\nname = "typo"\n')
+    with pytest.raises(zoo.SpecError, match="typo.toml: extends: unknown preset 'paper-bse'; did you mean"):
+        zoo.load_spec(tmp_path / "typo.toml")
 
 
 def test_extends_switches_a_kind_as_set_does(tmp_path, monkeypatch):

@@ -53,16 +53,18 @@ def preset_data(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
     """A preset's fields, its `extends` resolved (see with_base)."""
     paths = preset_paths()
     if name not in paths:
-        close = difflib.get_close_matches(name, list(paths), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise SpecError(
-            f"unknown preset {name!r} (and no such spec file){hint}; presets: {', '.join(paths) or 'none found'}"
-        )
+        raise SpecError(unknown_preset(name, paths, " (and no such spec file)"))
     with paths[name].open("rb") as handle:
         return with_base(tomllib.load(handle), (*seen, name))
 
 
-def with_base(data: dict[str, Any], seen: tuple[str, ...] = ()) -> dict[str, Any]:
+def unknown_preset(name: str, paths: dict[str, Path], note: str = "") -> str:
+    close = difflib.get_close_matches(name, list(paths), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown preset {name!r}{note}{hint}; presets: {', '.join(paths) or 'none found'}"
+
+
+def with_base(data: dict[str, Any], seen: tuple[str, ...] = (), source: str = "") -> dict[str, Any]:
     """Spec fields with `extends = "NAME"` resolved: preset NAME with these fields changed, as `--set`
     would change them (how `writeup-001-as-written` restores 001's slips without copying 001; a spec file
     may do the same). A changed slot keeps its other options, except those a switched `kind` does not
@@ -71,8 +73,11 @@ def with_base(data: dict[str, Any], seen: tuple[str, ...] = ()) -> dict[str, Any
     base = data.pop("extends", None)
     if base is None:
         return data
+    where = f"{source}: extends" if source else "extends"
     if not isinstance(base, str):
-        raise SpecError(f"extends: expected the name of a preset, got {base!r}")
+        raise SpecError(f"{where}: expected the name of a preset, got {base!r}")
     if base in seen:
-        raise SpecError(f"extends: {' -> '.join((*seen, base))} is a cycle")
+        raise SpecError(f"{where}: {' -> '.join((*seen, base))} is a cycle")
+    if base not in preset_paths():
+        raise SpecError(f"{where}: {unknown_preset(base, preset_paths())}")
     return apply_overrides(preset_data(base, seen), _dotted(data))

@@ -204,7 +204,7 @@ def load_spec(name_or_path: str | Path | ModelSpec, overrides: dict[str, Any] | 
         return name_or_path.with_overrides(overrides or {}) if overrides else name_or_path
     path = Path(name_or_path)
     if path.suffix in (".toml", ".yaml", ".yml", ".json") or path.exists():
-        data, source = with_base(read_config_file(path)), str(path)
+        data, source = with_base(read_config_file(path), source=str(path)), str(path)
     else:
         data, source = preset_data(str(name_or_path)), str(name_or_path)
     return validate_spec(apply_overrides(data, overrides), source=source)

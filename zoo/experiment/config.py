@@ -105,8 +105,10 @@ class TaskEntry(BaseModel):
         return self.primary or ("bleu" if parse_name(self.name).kind == "text" else "exact_match")
 
     @property
-    def stall_floor(self) -> float:
-        return self.stall.floor if self.stall.floor is not None else STALL_FLOORS[self.primary_metric]
+    def stall_floor(self) -> float | None:
+        """The floor in force: the declared one, else the primary metric's default; None for a floor of 0."""
+        floor = self.stall.floor if self.stall.floor is not None else STALL_FLOORS[self.primary_metric]
+        return floor or None
 
     @property
     def target_effect(self) -> float:

@@ -134,7 +134,7 @@ class Analyst:
         if status != "complete":
             return status
         curve = self.eval_curve(variant, task, seed, task.primary_metric)
-        rule = oc.StallRule(floor=task.stall_floor or None, patience=task.stall.patience,
+        rule = oc.StallRule(floor=task.stall_floor, patience=task.stall.patience,
                             higher_is_better=HIGHER_IS_BETTER[task.primary_metric])
         return oc.classify_run(status, float(row.valid_metric.iloc[0]), curve[1], rule)
 

@@ -175,8 +175,8 @@ def _missing(frame) -> list[str]:
 
 
 def stall_rule(task, primary: str) -> str:
-    """When a complete run of `task` counts as stalled, in words (floor 0: never, by the floor)."""
-    parts = [f"the final validation {label(primary)} < {task.stall_floor:g}"] if task.stall_floor > 0 else []
+    """When a complete run of `task` counts as stalled, in words."""
+    parts = [f"the final validation {label(primary)} < {task.stall_floor:g}"] if task.stall_floor is not None else []
     if task.stall.patience:
         parts.append(f"no gain in {task.stall.patience} evaluations")
     if not parts:
