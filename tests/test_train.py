@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 import zoo
 from zoo.data import load_task
-from zoo.loss import composed_token_losses, loss_sums
+from zoo.loss import loss_sums
 from zoo.registry import registry
 from zoo.train import RunError, TrainConfig, Trainer, load_run, load_train_config
 from zoo.train import checkpoint as checkpoints
@@ -99,41 +99,6 @@ def test_probability_heads_use_the_annotated_kl_loss(head):
     sums = loss_sums(scores, target, make_head(head), pad=0, smoothing=0.1)
     expected = annotated_label_smoothing(F.log_softmax(logits, -1).view(-1, 9), target.view(-1), 0, 0.1)
     assert sums.loss.item() == pytest.approx(expected.item(), rel=1e-4)
-
-
-@pytest.mark.parametrize("eps", [0.0, 0.1])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_logits_head_hand_written_backward_matches_autograd(eps, dtype):
-    """The logits head's loss has its own backward (zoo/loss.py); autograd through the composed
-    log_softmax + smoothing is the reference, padding masked as training masks it."""
-    torch.manual_seed(3)
-    head = make_head("logits")
-    target = torch.randint(1, 11, (3, 7))
-    target[0, 4:] = 0
-    grads, values = [], []
-    for losses in (head.token_losses, lambda *a: composed_token_losses(head, *a)):
-        scores = torch.randn(3, 7, 11, generator=torch.Generator().manual_seed(4)).to(dtype).requires_grad_()
-        loss, nll = losses(scores, target, 0, eps)
-        ((loss * target.ne(0)).sum() / 3).backward()
-        grads.append(scores.grad)
-        values.append((loss.detach(), nll))
-    assert grads[0].dtype == dtype
-    torch.testing.assert_close(grads[0], grads[1], rtol=0, atol=1e-7 if dtype == torch.float32 else 1e-2)
-    torch.testing.assert_close(values[0], values[1], rtol=0, atol=0)
-    assert not values[0][1].requires_grad  # the NLL is reported, not trained on
-
-
-def test_a_logits_subclass_with_its_own_log_probs_is_trained_by_them():
-    from zoo.components.output import Logits, OutputParams
-
-    class Tempered(Logits):
-        def log_probs(self, scores):
-            return F.log_softmax(scores.float() / 2, dim=-1)
-
-    logits, target = torch.randn(2, 3, 11), torch.randint(1, 11, (2, 3))
-    loss, _ = Tempered(4, 11, OutputParams()).token_losses(logits, target, 0, 0.1)
-    expected = F.cross_entropy((logits / 2).view(-1, 11), target.view(-1), label_smoothing=0.1, reduction="none")
-    torch.testing.assert_close(loss.view(-1), expected)
 
 
 def test_softmax_head_stays_finite_when_a_probability_underflows():

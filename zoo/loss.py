@@ -16,12 +16,6 @@ one of the two functions below; a head registered from outside declares its own.
 
 Every loss also reports the plain NLL (no smoothing) so that perplexity is comparable across heads.
 Sums over non-padding target tokens are returned; the caller normalises.
-
-A head computes its per-token losses in `token_losses`; the default composes `log_probs` and
-`smoothing` and lets autograd differentiate them. The `logits` head, the one most presets train,
-uses `logits_cross_entropy` instead: the same numbers with a hand-written backward, one
-(B, T, V) pass where autograd makes five (the vocabulary-sized tensors are most of a small
-model's training step).
 """
 
 from __future__ import annotations
@@ -58,53 +52,13 @@ def annotated_kl_smoothing(log_p: Tensor, nll: Tensor, target: Tensor, pad: int,
     return entropy + (1 - eps) * nll + off * spread
 
 
-def composed_token_losses(head, scores: Tensor, target: Tensor, pad: int, eps: float) -> tuple[Tensor, Tensor]:
-    """Per-token (loss, nll), each (B, T), from the head's `log_probs` and `smoothing`."""
-    log_p = head.log_probs(scores)  # (B, T, V) float32
-    nll = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (B, T)
-    return (nll if eps == 0 else head.smoothing(log_p, nll, target, pad, eps)), nll
-
-
-class _LogitsCrossEntropy(torch.autograd.Function):
-    """uniform_smoothing on log_softmax(logits), differentiated by hand.
-
-    d loss / d logits = softmax(logits) - eps / V - (1 - eps) * onehot(target), per token: one
-    vocabulary-sized tensor, built in place from the saved log-probabilities.
-    """
-
-    @staticmethod
-    def forward(ctx, logits: Tensor, target: Tensor, eps: float) -> tuple[Tensor, Tensor]:
-        log_p = torch.log_softmax(logits.float(), dim=-1)  # (B, T, V)
-        nll = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (B, T)
-        loss = (1 - eps) * nll - eps * log_p.mean(dim=-1) if eps else nll.clone()
-        ctx.save_for_backward(log_p, target)
-        ctx.eps, ctx.dtype = eps, logits.dtype
-        ctx.mark_non_differentiable(nll)
-        return loss, nll
-
-    @staticmethod
-    def backward(ctx, grad_loss: Tensor, _grad_nll: Tensor) -> tuple[Tensor, None, None]:
-        log_p, target = ctx.saved_tensors
-        eps, vocab = ctx.eps, log_p.size(-1)
-        grad = log_p.exp()  # (B, T, V) softmax
-        if eps:
-            grad.sub_(eps / vocab)
-        grad.scatter_add_(-1, target.unsqueeze(-1), grad.new_full((*target.shape, 1), eps - 1))
-        grad.mul_(grad_loss.unsqueeze(-1))
-        return grad.to(ctx.dtype), None, None
-
-
-def logits_cross_entropy(logits: Tensor, target: Tensor, eps: float) -> tuple[Tensor, Tensor]:
-    """Per-token (loss, nll) of nn.CrossEntropyLoss(label_smoothing=eps) on logits (B, T, V); only
-    the loss carries a gradient."""
-    return _LogitsCrossEntropy.apply(logits, target, eps)
-
-
 def loss_sums(scores: Tensor, target: Tensor, head, pad: int, smoothing: float) -> LossSums:
     """scores (B, T, V) as the model returns them, target (B, T) token ids; `head` is the model's
-    output head (`model.output`), whose `token_losses` says how its scores are trained (its
-    log-probabilities and how label smoothing applies to them)."""
-    loss, nll = head.token_losses(scores, target, pad, smoothing)  # (B, T) each
+    output head (`model.output`), which says how its scores become log-probabilities and how label
+    smoothing applies to them."""
+    log_p = head.log_probs(scores)  # (B, T, V) float32
     real = target.ne(pad)  # (B, T)
+    nll = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    loss = nll if smoothing == 0 else head.smoothing(log_p, nll, target, pad, smoothing)
     real_f = real.to(loss.dtype)
     return LossSums((loss * real_f).sum(), (nll * real_f).sum(), int(real.sum()))

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
-from zoo.loss import annotated_kl_smoothing, composed_token_losses, logits_cross_entropy, uniform_smoothing
+from zoo.loss import annotated_kl_smoothing, uniform_smoothing
 from zoo.registry import SlotParams, register, registry
 
 
@@ -23,8 +23,7 @@ class OutputHead(nn.Module):
     """Base class: a (V, D) projection, optionally tied to an embedding table, then `scores`.
 
     A head owns what training needs from it (zoo/loss.py): `log_probs` and `smoothing`, the
-    per-token label-smoothed loss for its kind of scores (cross-entropy's by default), which
-    `token_losses` combines.
+    per-token label-smoothed loss for its kind of scores (cross-entropy's by default).
     """
 
     smoothing = staticmethod(uniform_smoothing)
@@ -45,11 +44,6 @@ class OutputHead(nn.Module):
         """Log-probabilities from what `forward` returned, for losses, decoding and equivalence."""
         raise NotImplementedError
 
-    def token_losses(self, scores: torch.Tensor, target: torch.Tensor, pad: int,
-                     eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-token (label-smoothed loss, NLL), each (B, T), for scores (B, T, V)."""
-        return composed_token_losses(self, scores, target, pad, eps)
-
     def canonical_state(self) -> dict[str, torch.Tensor]:
         return dict(self.proj.named_parameters())
 
@@ -66,15 +60,6 @@ class Logits(OutputHead):
 
     def log_probs(self, scores: torch.Tensor) -> torch.Tensor:
         return F.log_softmax(scores.float(), dim=-1)
-
-    def token_losses(self, scores: torch.Tensor, target: torch.Tensor, pad: int,
-                     eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """uniform_smoothing on log_softmax, with a hand-written backward (zoo/loss.py); a subclass
-        that changes `log_probs` or `smoothing` is trained as those say."""
-        cls = type(self)
-        if cls.log_probs is Logits.log_probs and cls.smoothing is uniform_smoothing:
-            return logits_cross_entropy(scores, target, eps)
-        return super().token_losses(scores, target, pad, eps)
 
 
 @register("output", "log-softmax", params=OutputParams)
