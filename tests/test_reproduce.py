@@ -1,0 +1,80 @@
+"""The committed records reproduce: the first training steps of each committed cell, re-run with
+today's code, log the numbers its record holds.
+
+The README promises that a fresh clone on the machine the records were made on (same CPU model,
+same PyTorch) reproduces them number for number. A change that moves any float of training (a fused
+loss, a reordered sum, another initialisation order) breaks that promise without failing any other
+test: gradients that differ by 1e-8 end a 500-step run a point of exact match away. So this test
+re-trains the first STEPS steps of seed 0 of every variant on each study's synthetic tasks and
+compares the logged loss, NLL, gradient norm and learning rate exactly. On other hardware or another
+PyTorch the kernels differ, and the test skips.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from zoo.data import load_task
+from zoo.data.config import SYNTHETIC
+from zoo.experiment import store
+from zoo.experiment.config import load_experiment
+from zoo.machine import cpu_model
+from zoo.train import Trainer, fit_to_task
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPS = 8
+LOGGED = ("loss", "nll", "grad_norm", "lr", "tokens")
+pytestmark = pytest.mark.slow  # about 50 cells of a second each
+
+
+class _Enough(Exception):
+    """Raised inside the training loop once STEPS steps are logged."""
+
+
+def committed_cells():
+    for path in sorted((ROOT / "experiments").glob("*.toml")):
+        experiment = load_experiment(path)
+        first_seed = experiment.config.seeds[0]
+        for variant, entry, seed in experiment.grid():
+            record = (ROOT / "reports" / experiment.name / "records"
+                      / store.cell_part(variant, entry.key, seed).with_suffix(".json"))
+            if seed == first_seed and entry.name in SYNTHETIC and record.exists():
+                yield pytest.param(path, variant, entry.key, record, id=f"{experiment.name}/{variant}/{entry.key}")
+
+
+@pytest.mark.parametrize(("path", "variant", "task_key", "record_path"), list(committed_cells()))
+def test_committed_record_reproduces_its_first_steps(path, variant, task_key, record_path, tmp_path, monkeypatch):
+    record = json.loads(record_path.read_text())
+    made_on = record["provenance"]
+    if (made_on["cpu"], made_on["torch"]) != (cpu_model(), torch.__version__):
+        pytest.skip(f"record made on {made_on['cpu']} with torch {made_on['torch']}; "
+                    f"this is {cpu_model()} with torch {torch.__version__}")
+    experiment = load_experiment(path)
+    entry = next(t for t in experiment.config.tasks if t.key == task_key)
+    seed = record["cell"]["seed"]
+    changed = store.changes(record["definition"], store.definition(experiment, variant, entry, seed))
+    assert not changed, f"the record is stale (zoo run would re-run it): {changed}"
+
+    real_step = Trainer._step
+
+    def step_until_enough(self, model, optimizer, group, pos):
+        if pos.step == STEPS:
+            raise _Enough
+        return real_step(self, model, optimizer, group, pos)
+
+    monkeypatch.setattr(Trainer, "_step", step_until_enough)
+    spec = experiment.specs[variant]
+    task = load_task(experiment.task_config(entry), pad_id=spec.pad_id)
+    with pytest.raises(_Enough):
+        Trainer(fit_to_task(spec, task), task, experiment.train_config(entry, seed, variant), tmp_path,
+                progress=False).run()
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    now = [{key: row[key] for key in LOGGED} for row in rows if "loss" in row and "event" not in row]
+    committed = record["curves"]["train"]
+    then = [{key: committed[key][i] for key in LOGGED} for i in range(STEPS)]
+    assert now == then, (f"{record_path.relative_to(ROOT)}: today's code trains this cell differently from the "
+                         "code that made the record (see its provenance commit)")
