@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from zoo import rundir
 from zoo.atomic import TEMP_SUFFIX
@@ -66,6 +67,12 @@ def test_definition_names_what_decides_the_numbers(tmp_path):
 
 
 @pytest.mark.slow
+def test_provenance_names_what_decides_the_floats_besides_the_definition():
+    made_on = records.provenance(concurrent=2)
+    assert made_on["torch"] == torch.__version__ and made_on["concurrent_runs"] == 2
+    assert made_on["cpu_capability"] == torch.backends.cpu.get_cpu_capability()  # e.g. AVX2, AVX512
+
+
 def test_changed_steps_retrain_every_cell_and_move_the_old_ones_aside(tmp_path):
     assert {s for s, _ in run(experiment_file(tmp_path), tmp_path).values()} == {"complete"}
     before = all_records(tmp_path / "records")

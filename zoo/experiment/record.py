@@ -101,7 +101,9 @@ def provenance(concurrent: int) -> dict[str, Any]:
     from zoo.machine import cpu_model
 
     return {"zoo": __version__, "commit": zoo_commit(), "torch": torch.__version__,
-            "python": platform.python_version(), "cpu": cpu_model(), "concurrent_runs": concurrent,
+            "python": platform.python_version(), "cpu": cpu_model(),
+            # the instruction set PyTorch's CPU kernels use: with the CPU model and torch, what decides the floats
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "concurrent_runs": concurrent,
             "finished": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
