@@ -94,22 +94,25 @@ def zoo_commit() -> str:
     return commit + ("+dirty" if dirty else "")
 
 
-def provenance(concurrent: int) -> dict[str, Any]:
+def provenance(concurrent: int, commit: str = "") -> dict[str, Any]:
+    """Where a record was made. `commit`: the code's commit when its grid started (a worker loads the
+    code once; commits made while a grid runs are not what it runs); looked up now when not given."""
     import torch
 
     from zoo import __version__
     from zoo.machine import cpu_model
 
-    return {"zoo": __version__, "commit": zoo_commit(), "torch": torch.__version__,
+    return {"zoo": __version__, "commit": commit or zoo_commit(), "torch": torch.__version__,
             "python": platform.python_version(), "cpu": cpu_model(),
             # the instruction set PyTorch's CPU kernels use: with the CPU model and torch, what decides the floats
             "cpu_capability": torch.backends.cpu.get_cpu_capability(), "concurrent_runs": concurrent,
             "finished": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
-def base(cell: dict[str, Any], definition: dict[str, Any], digest: str, concurrent: int) -> dict[str, Any]:
+def base(cell: dict[str, Any], definition: dict[str, Any], digest: str, concurrent: int,
+         commit: str = "") -> dict[str, Any]:
     return {"format": FORMAT, "cell": cell, "definition": definition, "definition_digest": digest,
-            "provenance": provenance(concurrent)}
+            "provenance": provenance(concurrent, commit)}
 
 
 def from_run(run_dir: Path, head: dict[str, Any]) -> dict[str, Any]:

@@ -50,6 +50,7 @@ class Cell:
     runs_root: str
     records_root: str
     concurrent: int = 1  # runs sharing the machine with this one (recorded as provenance)
+    commit: str = ""  # the code's commit when the grid started (recorded as provenance)
 
     @property
     def name(self) -> str:
@@ -71,15 +72,15 @@ class Cell:
         return store.CellLock(Path(self.runs_root) / store.LOCKS / part.with_name(part.name + ".lock"))
 
 
-def cells(experiment, runs_root: Path, records_root: Path, concurrent: int = 1) -> list[Cell]:
+def cells(experiment, runs_root: Path, records_root: Path, concurrent: int = 1, commit: str = "") -> list[Cell]:
     """The grid in run order: task by task, and within a task seed by seed across all variants, so a
     grid stopped part-way (a session's end) leaves every variant with the same seeds, ready to compare."""
     runs, kept = str(Path(runs_root).resolve()), str(Path(records_root).resolve())
     seeds = {seed: i for i, seed in enumerate(experiment.config.seeds)}
     tasks = {task.key: i for i, task in enumerate(experiment.config.tasks)}
     ordered = sorted(experiment.grid(), key=lambda cell: (tasks[cell[1].key], seeds[cell[2]]))  # stable: variants
-    return [Cell(str(experiment.path.resolve()), experiment.name, variant, task.key, seed, runs, kept, concurrent)
-            for variant, task, seed in ordered]
+    return [Cell(str(experiment.path.resolve()), experiment.name, variant, task.key, seed, runs, kept, concurrent,
+                 commit) for variant, task, seed in ordered]
 
 
 def read_record(path: Path) -> dict | None:
@@ -155,7 +156,7 @@ def _run_cell(cell: Cell, threads: int | None) -> str:
         metrics, hypotheses = evaluate(model, task, "test", DecodeConfig(
             beam=settings.beam, alpha=settings.alpha, max_ratio=settings.max_ratio, max_extra=settings.max_extra))
         save_evaluation(out, rundir.TEST, metrics, hypotheses)
-    head = records.base(_cell_fields(cell), current, digest, cell.concurrent)
+    head = records.base(_cell_fields(cell), current, digest, cell.concurrent, cell.commit)
     records.write(cell.record, records.from_run(out, head))  # last: the record marks the cell done
     return summary["status"]
 
@@ -169,7 +170,7 @@ def _record_failure(cell: Cell, err: BaseException) -> str:
     reason = " ".join(f"{type(err).__name__}: {err}".split())
     trace = traceback.format_exc()
     for write in (lambda: records.write(cell.record, records.failed(
-                      records.base(_cell_fields(cell), {}, "", cell.concurrent), reason, trace)),
+                      records.base(_cell_fields(cell), {}, "", cell.concurrent, cell.commit), reason, trace)),
                   lambda: rundir.write_json(cell.out / rundir.FAILED, {"reason": reason, "traceback": trace})):
         try:
             write()
@@ -320,7 +321,7 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str =
              live: bool = True) -> dict[str, tuple[str, str]]:
     """Run every cell; returns {cell name: (final status, reason)}."""
     concurrent = workers if executor == "local" else 0
-    grid = cells(experiment, runs_root, records_root, concurrent=max(concurrent, 1))
+    grid = cells(experiment, runs_root, records_root, concurrent=max(concurrent, 1), commit=records.zoo_commit())
     console = console or Console(stderr=True)
     stale = plan(experiment, grid)
     if stale:
