@@ -66,13 +66,22 @@ def test_definition_names_what_decides_the_numbers(tmp_path):
     assert changed == ["train.steps: 40 -> 80"]
 
 
-@pytest.mark.slow
 def test_provenance_names_what_decides_the_floats_besides_the_definition():
     made_on = records.provenance(concurrent=2)
     assert made_on["torch"] == torch.__version__ and made_on["concurrent_runs"] == 2
     assert made_on["cpu_capability"] == torch.backends.cpu.get_cpu_capability()  # e.g. AVX2, AVX512
 
 
+def test_records_name_the_commit_their_grid_started_from(tmp_path, monkeypatch):
+    """Workers load the code once: a commit made while a grid runs is not what it runs."""
+    commits = iter(["c0ffee000001", "c0ffee000002"])
+    monkeypatch.setattr(records, "zoo_commit", lambda: next(commits))
+    run(experiment_file(tmp_path), tmp_path)
+    made = {json.loads(p.read_text())["provenance"]["commit"] for p in (tmp_path / "records").rglob("seed-*.json")}
+    assert made == {"c0ffee000001"}
+
+
+@pytest.mark.slow
 def test_changed_steps_retrain_every_cell_and_move_the_old_ones_aside(tmp_path):
     assert {s for s, _ in run(experiment_file(tmp_path), tmp_path).values()} == {"complete"}
     before = all_records(tmp_path / "records")
