@@ -402,3 +402,18 @@ def test_findings_print_tiny_p_values_as_a_bound():
 
     assert fmt_small_p(0.0195) == "0.0195" and fmt_small_p(0.000234) == "0.000234"
     assert fmt_small_p(3.2e-78) == "< 0.0001" and fmt_small_p(0.0) == "< 0.0001"  # 0: both arms constant
+
+
+def test_a_run_is_judged_stalled_on_the_tasks_declared_primary_metric():
+    """A translation task scored on chrF: its floor is chrF's (10), and the final validation value held
+    against it must be chrF too. Reading BLEU there (1.41 on the WMT sample pilot, 18.94 chrF) set every
+    run of such a task apart as stalled."""
+    from zoo.experiment.config import TaskEntry
+    from zoo.report.collect import read_row
+    from zoo.report.outcomes import StallRule, classify_run
+
+    task = TaskEntry(name="wmt-ende-10k:en-de", primary="chrf")
+    record = {"status": "complete", "summary": {}, "final": {"bleu": 1.41, "chrf": 18.94}}
+    row = read_row(record, task, None)
+    assert row["valid_metric"] == 18.94 and task.stall_floor == 10.0
+    assert classify_run(row["status"], row["valid_metric"], (), StallRule(floor=task.stall_floor)) == "complete"

@@ -55,11 +55,6 @@ def task_kind(task: TaskEntry) -> str:
     return parse_name(task.name).kind
 
 
-def main_metric(task: TaskEntry) -> str:
-    """The column a task is judged by: BLEU for translation, exact match for synthetic tasks."""
-    return "bleu" if task_kind(task) == "text" else "exact_match"
-
-
 def record_path(records_root: Path, variant: str, task: str, seed: int) -> Path:
     part = store.cell_part(variant, task, seed)
     return Path(records_root) / part.with_name(part.name + ".json")
@@ -125,7 +120,7 @@ def read_row(found: dict[str, Any] | None, task: TaskEntry, stale: list[str] | N
                tok_per_s=tokens / seconds if seconds > 0 else math.nan, device=str(summary.get("device", "")),
                concurrent_runs=_number((found.get("provenance") or {}).get("concurrent_runs")),
                valid_loss=_number(final.get("valid_loss")), valid_nll=_number(final.get("valid_nll")),
-               valid_ppl=_number(final.get("valid_ppl")), valid_metric=_number(final.get(main_metric(task))))
+               valid_ppl=_number(final.get("valid_ppl")), valid_metric=_number(final.get(task.primary_metric)))
     test = found.get("test")
     if test:
         row.update({name: _number(test.get(name)) for name in TEST_METRICS})
