@@ -78,6 +78,7 @@ def with_base(data: dict[str, Any], seen: tuple[str, ...] = (), source: str = ""
         raise SpecError(f"{where}: expected the name of a preset, got {base!r}")
     if base in seen:
         raise SpecError(f"{where}: {' -> '.join((*seen, base))} is a cycle")
-    if base not in preset_paths():
-        raise SpecError(f"{where}: {unknown_preset(base, preset_paths())}")
+    paths = preset_paths()
+    if base not in paths:
+        raise SpecError(f"{where}: {unknown_preset(base, paths)}")
     return apply_overrides(preset_data(base, seen), _dotted(data))
