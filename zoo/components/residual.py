@@ -102,9 +102,10 @@ class PreNorm(Residual):
 
 
 def deepnorm_constants(placement: Placement) -> tuple[float, float]:
-    """(alpha, beta) for an encoder-decoder of N encoder and M decoder layers (Wang et al. 2022, Fig. 2):
-    encoder alpha = 0.81 (N^4 M)^(1/16), beta = 0.87 (N^4 M)^(-1/16);
-    decoder alpha = (3M)^(1/4), beta = (12M)^(-1/4)."""
+    """(alpha, beta) for an encoder-decoder of N encoder and M decoder layers (Wang et al. 2022, section 4.3
+    and appendix B): encoder alpha = 0.81 (N^4 M)^(1/16), beta = 0.87 (N^4 M)^(-1/16);
+    decoder alpha = (3M)^(1/4), beta = (12M)^(-1/4). The paper's constants: microsoft/torchscale's encoder
+    beta is 1.15 (N^4 M)^(-1/16) instead (experiments/published-findings.md, item 9)."""
     n, m = placement.encoder_layers, placement.decoder_layers
     if placement.stack == "encoder":
         return 0.81 * (n**4 * m) ** (1 / 16), 0.87 * (n**4 * m) ** (-1 / 16)
