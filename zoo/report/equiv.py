@@ -7,12 +7,17 @@ B's layout, log-probabilities compared. The check is directional (B may express 
 not the reverse), so a pair is called equivalent only when both cells say ≡.
 
 The specs are the ones the runs trained (the spec in the first record of the variant, else the
-experiment's spec), so vocabulary sizes are real ones. Every pair is checked, also when two specs
-are identical (the line then shows a measured difference of 0, not an assumption). When a
-pair's vocabularies differ (specs from different tasks) both are given the larger size: the
-vocabulary does not decide whether two architectures compute the same function. Models above
-`MAX_PARAMETERS` are shrunk, and only in the sizes both specs share, so that a difference between
-the two is never erased.
+experiment's spec), so vocabulary sizes are real ones. The check runs in eval mode on transplanted
+weights, so it cannot see what only training sees: the starting weights (the spec's `init`) and
+dropout. Two variants of one function therefore *train alike* only when those spec fields and their
+training overrides agree; a pair that differs there (000 with and without its shared prototypes,
+dropout on more branches) measures that training change, never the noise floor.
+
+Every pair is checked, also when two specs are identical (the line then shows a measured difference
+of 0, not an assumption). When a pair's vocabularies differ (specs from different tasks) both are
+given the larger size: the vocabulary does not decide whether two architectures compute the same
+function. Models above `MAX_PARAMETERS` are shrunk, and only in the sizes both specs share, so that
+a difference between the two is never erased.
 """
 
 from __future__ import annotations
@@ -40,7 +45,8 @@ class Matrix:
     verdicts: dict[tuple[str, str], Verdict]  # (a, b) -> equivalence(a, b), a != b
     sources: dict[str, str]  # label -> where its spec came from
     notes: list[str] = field(default_factory=list)
-    training: dict[str, dict] = field(default_factory=dict)  # label -> the variant's own TrainConfig overrides
+    # label -> what training sees beyond the function: its TrainConfig overrides, its spec's init and dropout fields
+    training: dict[str, dict] = field(default_factory=dict)
 
     def equivalent(self, a: str, b: str) -> bool:
         return a == b or self.verdicts[(a, b)].equivalent
@@ -81,6 +87,23 @@ def run_spec(experiment: Experiment, found: Records, label: str) -> tuple[ModelS
                 where = record_path(found.root, label, task.key, seed)
                 return validate_spec(record["spec"], source=str(where)), where.relative_to(found.root).as_posix()
     return experiment.specs[label], "the experiment file (no record yet)"
+
+
+def training_fields(spec: ModelSpec) -> dict[str, object]:
+    """The spec fields that change training but not the function the equivalence check compares: every
+    `init` field and every dropout setting, by dotted path."""
+    found = {}
+
+    def walk(data: dict, prefix: str) -> None:
+        for key, value in data.items():
+            path = f"{prefix}{key}"
+            if isinstance(value, dict):
+                walk(value, f"{path}.")
+            elif path.startswith("init.") or "dropout" in key:
+                found[f"spec.{path}"] = value
+
+    walk(spec.model_dump(), "")
+    return found
 
 
 def _parameters(spec: ModelSpec) -> int:
@@ -127,8 +150,8 @@ def equivalence_matrix(experiment: Experiment, found: Records, seed: int = 0) ->
 def _matrix(experiment: Experiment, records: Records, seed: int) -> Matrix:
     labels = [v.label for v in experiment.config.variants]
     found = {label: run_spec(experiment, records, label) for label in labels}
-    matrix = Matrix(labels, {}, {label: source for label, (_, source) in found.items()},
-                    training={v.label: dict(v.train) for v in experiment.config.variants})
+    training = {v.label: {**dict(v.train), **training_fields(found[v.label][0])} for v in experiment.config.variants}
+    matrix = Matrix(labels, {}, {label: source for label, (_, source) in found.items()}, training=training)
     checked, noted = [], {}  # note -> the unordered pairs it applies to
     for a in labels:
         for b in labels:
@@ -174,11 +197,15 @@ def _class_lines(matrix: Matrix, members: list[str]) -> list[str]:
             lines.append(f"  - **{', '.join(alike)}: also trained alike, so their differences are not ablations**: "
                          "they differ only in code, and any gap between their results is noise.")
     if len(by_training) > 1:
+        settings = [matrix.training.get(alike[0], {}) for alike in by_training.values()]
+        differing = [k for k in dict.fromkeys(k for train in settings for k in train)
+                     if len({repr(train.get(k)) for train in settings}) > 1]
+        groups = zip(by_training.values(), settings)
         lines.append("  - They differ in training (" + "; ".join(
-            f"{', '.join(alike)}: {_overrides(matrix.training.get(alike[0], {}))}" for alike in by_training.values())
+            f"{', '.join(alike)}: {_overrides(train, differing)}" for alike, train in groups)
             + "), so those comparisons measure the training change, not the model.")
     return lines
 
 
-def _overrides(train: dict) -> str:
-    return ", ".join(f"{k} = {v}" for k, v in train.items()) or "the experiment's training"
+def _overrides(train: dict, keys: list[str]) -> str:
+    return ", ".join(f"{k} = {train[k]}" for k in keys if k in train) or "the experiment's training"

@@ -1,0 +1,67 @@
+"""The report's equivalence matrix and which of its pairs may serve as placebos (the noise floor).
+
+The matrix compares functions in eval mode on transplanted weights, so it cannot see the starting weights
+or dropout. A pair that differs there computes one function but does not train alike: it measures a
+training change, and must never be taken for noise."""
+
+from __future__ import annotations
+
+import pytest
+
+from zoo.experiment import load_experiment
+from zoo.report.collect import load_records
+from zoo.report.equiv import equivalence_matrix, matrix_markdown
+
+EXPERIMENT = """
+name = "matrix"
+seeds = [0]
+shared = {d_model = 32, n_heads = 4, d_ff = 64, encoder_layers = 1, decoder_layers = 1, src_vocab = 16, tgt_vocab = 16}
+
+[[variants]]
+label = "plain"
+base = "writeup-000"
+[[variants]]
+label = "conv1d"
+base = "writeup-000"
+set = {"ffn.kind" = "conv1d"}
+[[variants]]
+label = "more-dropout"
+base = "writeup-000"
+set = {"residual.dropout_on" = ["self_attn", "cross_attn", "ffn"]}
+[[variants]]
+label = "shared-prototypes"
+base = "writeup-000"
+set = {"init.shared_prototypes" = true}
+
+[[tasks]]
+name = "copy"
+options = {symbols = 8, min_len = 2, max_len = 4}
+
+[train]
+steps = 10
+"""
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory):
+    path = tmp_path_factory.mktemp("matrix") / "matrix.toml"
+    path.write_text(EXPERIMENT)
+    experiment = load_experiment(path)
+    return equivalence_matrix(experiment, load_records(experiment, path.parent / "records"))
+
+
+def test_all_four_compute_one_function(matrix):
+    assert matrix.classes() == [["plain", "conv1d", "more-dropout", "shared-prototypes"]]
+
+
+def test_only_a_pair_that_also_trains_alike_is_a_placebo(matrix):
+    assert matrix.alike("plain", "conv1d")
+    assert not matrix.alike("plain", "more-dropout")  # dropout on every branch: only training sees it
+    assert not matrix.alike("plain", "shared-prototypes")  # other starting weights: only training sees them
+
+
+def test_the_report_names_the_training_difference(matrix):
+    text = matrix_markdown(matrix)
+    assert "plain, conv1d: also trained alike" in text
+    assert "spec.residual.dropout_on" in text and "spec.init.shared_prototypes" in text
+    assert "spec.init.kind" not in text  # the same in every variant: not a difference worth naming
