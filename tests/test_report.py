@@ -417,3 +417,27 @@ def test_a_run_is_judged_stalled_on_the_tasks_declared_primary_metric():
     row = read_row(record, task, None)
     assert row["valid_metric"] == 18.94 and task.stall_floor == 10.0
     assert classify_run(row["status"], row["valid_metric"], (), StallRule(floor=task.stall_floor)) == "complete"
+
+
+def test_an_inconclusive_finding_says_when_the_published_effect_lies_outside_the_interval():
+    """Nguyen & Salazar's +1.1 BLEU against a design that saw -0.77 [-1.41, -0.14] at adjusted p 0.08:
+    not significant after the correction, so inconclusive, but the reader must see that the interval
+    leaves out the published effect. Inside the interval, nothing is added."""
+    from types import SimpleNamespace
+
+    from zoo.experiment.config import Finding
+    from zoo.report.findings import INCONCLUSIVE, Check, settle
+
+    finding = Finding(kind="direction", variant="stack", expect="better", claim="the stack is better",
+                      source="Nguyen & Salazar 2019", effect=1.1)
+
+    def settled(low: float, high: float) -> Check:
+        result = SimpleNamespace(difference=(low + high) / 2, ci_low=low, ci_high=high, p_adjusted=0.08,
+                                 n_variant=5, n_baseline=5, verdict="no detectable difference")
+        comparison = SimpleNamespace(result=result, equivalence=None, mde=0.9)
+        return settle(Check(finding, "mt", "bleu", INCONCLUSIVE, "", comparison=comparison), alpha=0.05)
+
+    outside = settled(-1.41, -0.14)
+    assert outside.outcome == INCONCLUSIVE
+    assert "the published effect (+1.1) lies outside this 95% CI" in outside.evidence
+    assert "outside" not in settled(-0.5, 1.5).evidence

@@ -7,7 +7,8 @@ regime it needs (zoo/experiment/config.py: Finding, Regime). For every task it n
                      or equivalence within the task's margin is shown where the paper reports none
     contradicted     significant in the opposite direction, or equivalence shown (within a margin
                      smaller than the published effect) where the paper reports an effect
-    inconclusive     the regime holds but neither: with the power this design had for the published effect
+    inconclusive     the regime holds but neither: with the power this design had for the published effect,
+                     and whether the published effect lies inside the (unadjusted) 95% interval
     not testable here  the regime does not hold (too few seeds, not converged, more than one factor
                      differs, no margin declared), with the reason
 
@@ -200,5 +201,8 @@ def settle(check_: Check, alpha: float) -> Check:
         check_.outcome = UNTESTABLE
     else:
         said += f"; no difference larger than {c.mde:.3g} could be detected"
+        if finding.effect is not None and not r.ci_low <= finding.effect <= r.ci_high:
+            # Descriptive, not a second test: the interval is unadjusted, so the outcome stays inconclusive.
+            said += f"; the published effect ({finding.effect:+g}) lies outside this 95% CI (unadjusted)"
     check_.evidence = said + check_.evidence
     return check_
