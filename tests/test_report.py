@@ -441,3 +441,25 @@ def test_an_inconclusive_finding_says_when_the_published_effect_lies_outside_the
     assert outside.outcome == INCONCLUSIVE
     assert "the published effect (+1.1) lies outside this 95% CI" in outside.evidence
     assert "outside" not in settled(-0.5, 1.5).evidence
+
+
+def test_a_budget_known_to_end_before_the_plateau_leaves_convergence_findings_untestable(fake, tmp_path):
+    """The last-quarter rule passed Multi30k's 4000 steps (+0.56 BLEU) and 8000 steps (+0.66) alike, while
+    doubling the budget added +2.54 BLEU: a task declares such evidence, and every finding that needs
+    convergence is then untestable there. The same finding without the declaration is tested (control)."""
+    experiment, root = fake
+    finding = ('\n[[findings]]\nkind = "direction"\nvariant = "prenorm"\nexpect = "better"\n'
+               'claim = "at convergence pre-norm is better"\nsource = "Patient 2026"\n'
+               'regime = {converged = true, tolerance = 50}\n')
+    declared = 'margin = 5.0\nbelow_plateau = "doubling the steps added 9 points (pilot.toml)"\n'
+
+    def check(text: str):
+        path = tmp_path / "fake.toml"
+        path.write_text(text)
+        checks = analyse(load_experiment(path), root).checks
+        return next(c for c in checks if c.finding.claim == "at convergence pre-norm is better")
+
+    assert check(EXPERIMENT + finding).outcome == CONFIRMED
+    below = check(EXPERIMENT.replace("margin = 5.0\n", declared, 1) + finding)
+    assert below.outcome == UNTESTABLE
+    assert "budget ends before the plateau: doubling the steps added 9 points" in below.evidence

@@ -93,6 +93,11 @@ class TaskEntry(BaseModel):
     detect: Number | None = Field(None, gt=0, description="the difference `zoo plan` sizes seeds for (default: "
                                                          "the margin, else 1 BLEU / 1 chrF / 5 points)")
     stall: StallSettings = Field(default_factory=StallSettings)
+    below_plateau: str | None = Field(
+        None, description="evidence that this task's budget ends before the plateau, e.g. 'doubling the steps added "
+                          "+2.54 BLEU (experiments/budget-pilot.toml)': findings that need convergence are then not "
+                          "testable on this task, with this as the reason. The last-quarter rule cannot see it under "
+                          "a schedule that decays to zero")
 
     @property
     def key(self) -> str:

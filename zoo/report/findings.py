@@ -76,7 +76,9 @@ def regime_problems(experiment: Experiment, analyst: Analyst, finding: Finding, 
         if len(differ) != 1:
             problems.append(f"{finding.variant} and {reference} differ in {len(differ)} factors "
                             f"({', '.join(differ[:4]) or 'none'}), the finding is about one")
-    if regime.converged:
+    if regime.converged and task.below_plateau:
+        problems.append(f"the task's budget ends before the plateau: {task.below_plateau}")
+    elif regime.converged:
         for variant in (finding.variant, reference):
             flat, change = converged(analyst, task, variant, regime.tolerance)
             if not flat:
