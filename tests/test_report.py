@@ -431,16 +431,17 @@ def test_an_inconclusive_finding_says_when_the_published_effect_lies_outside_the
     finding = Finding(kind="direction", variant="stack", expect="better", claim="the stack is better",
                       source="Nguyen & Salazar 2019", effect=1.1)
 
-    def settled(low: float, high: float) -> Check:
+    def settled(low: float, high: float, alpha: float = 0.05) -> Check:
         result = SimpleNamespace(difference=(low + high) / 2, ci_low=low, ci_high=high, p_adjusted=0.08,
                                  n_variant=5, n_baseline=5, verdict="no detectable difference")
         comparison = SimpleNamespace(result=result, equivalence=None, mde=0.9)
-        return settle(Check(finding, "mt", "bleu", INCONCLUSIVE, "", comparison=comparison), alpha=0.05)
+        return settle(Check(finding, "mt", "bleu", INCONCLUSIVE, "", comparison=comparison), alpha=alpha)
 
     outside = settled(-1.41, -0.14)
     assert outside.outcome == INCONCLUSIVE
     assert "the published effect (+1.1) lies outside this 95% CI" in outside.evidence
     assert "outside" not in settled(-0.5, 1.5).evidence
+    assert "lies outside this 90% CI" in settled(-1.41, -0.14, alpha=0.1).evidence  # the interval is 1 - alpha
 
 
 def test_a_budget_known_to_end_before_the_plateau_leaves_convergence_findings_untestable(fake, tmp_path):

@@ -8,9 +8,9 @@ regime it needs (zoo/experiment/config.py: Finding, Regime). For every task it n
     contradicted     significant in the opposite direction, or equivalence shown (within a margin
                      smaller than the published effect) where the paper reports an effect
     inconclusive     the regime holds but neither: with the power this design had for the published effect,
-                     and whether the published effect lies inside the (unadjusted) 95% interval
-    not testable here  the regime does not hold (too few seeds, not converged, more than one factor
-                     differs, no margin declared), with the reason
+                     and whether the published effect lies inside the (unadjusted) 1 - alpha interval
+    not testable here  the regime does not hold (too few seeds, not converged or a budget the task declares
+                     below its plateau, more than one factor differs, no margin declared), with the reason
 
 Same-function claims are answered by the equivalence check (weight transplant), not by training.
 """
@@ -205,6 +205,6 @@ def settle(check_: Check, alpha: float) -> Check:
         said += f"; no difference larger than {c.mde:.3g} could be detected"
         if finding.effect is not None and not r.ci_low <= finding.effect <= r.ci_high:
             # Descriptive, not a second test: the interval is unadjusted, so the outcome stays inconclusive.
-            said += f"; the published effect ({finding.effect:+g}) lies outside this 95% CI (unadjusted)"
+            said += f"; the published effect ({finding.effect:+g}) lies outside this {1 - alpha:.0%} CI (unadjusted)"
     check_.evidence = said + check_.evidence
     return check_
