@@ -26,7 +26,7 @@ survived hides that. These functions report outcomes per run (the seed is the un
                        makes a variant that often never gets there look fast); the median is inf when
                        fewer than half of the runs reach the threshold
     logrank            log-rank test of two variants' steps to threshold (censoring-aware)
-    late_change        how much a validation curve moved over the last quarter of training (plateau check)
+    late_change        how much a validation curve moved over the last quarter of training (still improving?)
     curve_area         normalised area under a validation curve, trapezoid / step range: the curve's
                        mean level over training, a learning-speed measure (compare it only over the
                        same step range; each seed gives one number, compared with compare_seeds)
@@ -256,8 +256,9 @@ def curve_area(steps: Sequence[float], values: Sequence[float]) -> float:
 
 def late_change(steps: Sequence[float], values: Sequence[float], fraction: float = 0.25) -> float:
     """How much the metric moved over the last `fraction` of training: the last value minus the value at
-    the first evaluation at or after (1 - fraction) of the last step. Near 0 = the curve has flattened
-    (the budget reached the plateau); NaN with fewer than two evaluations."""
+    the first evaluation at or after (1 - fraction) of the last step. Clearly positive = still improving;
+    near 0 = flat at the end, which a schedule decaying to zero gives any budget (only a longer budget shows
+    the plateau); NaN with fewer than two evaluations."""
     if len(steps) < 2:
         return math.nan
     start = int(np.searchsorted(np.asarray(steps, dtype=float), (1 - fraction) * steps[-1]))

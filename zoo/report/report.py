@@ -294,8 +294,9 @@ def method_section(report: Report) -> list[str]:
         "- Steps to threshold: Kaplan–Meier median over finished runs (a run that never reaches it is censored at "
         "its last evaluation). Curve area: mean level of the validation primary metric over training. "
         "Δ over the last quarter: the last validation value minus the value at 75% of the steps, per seed; "
-        "an interval around 0 says the budget reached the plateau, a clearly positive one that training "
-        "was still improving when it stopped.",
+        "a clearly positive interval says training was still improving when it stopped; one around 0 does "
+        "not show the plateau under a schedule that decays to zero (the decay flattens the end of any budget), "
+        "which only a longer budget can show (a task may declare `below_plateau`).",
     ]
 
 

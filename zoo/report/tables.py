@@ -165,7 +165,7 @@ def quality_rows(experiment: Experiment, found: TaskAnalysis, frame, metrics: li
     columns = [*metrics, "curve_area", "late_change"]
     header = ["variant", "trained seeds", *(label(c) for c in metrics),
               f"area under valid {label(task.primary_metric)}",
-              f"Δ valid {label(task.primary_metric)} over the last quarter (plateau ≈ 0)"]
+              f"Δ valid {label(task.primary_metric)} over the last quarter"]
     if task.threshold is not None:
         header.append(f"steps to valid {label(task.primary_metric)} ≥ {task.threshold:g} (KM median [CI])")
     rows = []
