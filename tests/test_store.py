@@ -121,6 +121,47 @@ def test_changed_variant_overrides_are_stale_and_an_interrupted_cell_restarts_cl
                if name.startswith("pre-norm"))
 
 
+# -- records of other experiments ------------------------------------------------------------------
+@pytest.mark.slow
+def test_a_cell_another_experiment_recorded_is_copied_not_trained(tmp_path):
+    """`--reuse-from`: cells of the same definition take the other experiment's record, named in their
+    provenance; a cell whose definition differs in anything (here: its seed's training) is trained."""
+    from zoo.report.report import analyse, provenance
+
+    pilot = tmp_path / "pilot"
+    pilot.mkdir()
+    run_grid(load_experiment(experiment_file(pilot)), pilot / "runs", pilot / "report" / "records", live=False)
+    study = tmp_path / "study"
+    study.mkdir()
+    path = experiment_file(study, **{'name = "smoke"': 'name = "study"', "seeds = [0, 1]": "seeds = [0, 1, 2]"})
+    results = run_grid(load_experiment(path), study / "runs", study / "report" / "records", live=False,
+                       reuse_from=[pilot / "report"])
+    assert {status for status, _ in results.values()} == {"complete"}
+    copied, trained = [], []
+    for cell in cells(load_experiment(path), study / "runs", study / "report" / "records"):
+        record = records.read(cell.record)
+        (copied if "copied_from" in record["provenance"] else trained).append(cell.name)
+        assert record["cell"] == {"experiment": "study", "variant": cell.variant, "task": cell.task, "seed": cell.seed}
+    assert sorted(copied) == ["post-norm/copy/seed-0", "post-norm/copy/seed-1", "pre-norm/copy/seed-0",
+                              "pre-norm/copy/seed-1"]
+    assert sorted(trained) == ["post-norm/copy/seed-2", "pre-norm/copy/seed-2"]
+    assert not (study / "runs" / "post-norm" / "copy" / "seed-0").exists()  # nothing trained for a copy
+    original = pilot / "report" / "records" / "pre-norm" / "copy" / "seed-1.json"
+    copy = study / "report" / "records" / "pre-norm" / "copy" / "seed-1.json"
+    assert comparable({**json.loads(copy.read_text()), "cell": None}) == \
+        comparable({**json.loads(original.read_text()), "cell": None})
+    assert json.loads(copy.read_text())["provenance"]["copied_from"] == "smoke/pre-norm/copy/seed-1"
+    lines = provenance(analyse(load_experiment(path), study / "report" / "records"))
+    assert any(line.startswith("- 4 records copied from another experiment's records") and "smoke (4 runs)" in line
+               for line in lines)
+
+
+def test_reuse_from_a_folder_without_records_is_a_clear_error(tmp_path):
+    experiment = load_experiment(experiment_file(tmp_path))
+    with pytest.raises(store.StoreError, match="--reuse-from: .*holds no records/ folder"):
+        run_grid(experiment, tmp_path / "runs", tmp_path / "records", live=False, reuse_from=[tmp_path / "nothing"])
+
+
 # -- locks ----------------------------------------------------------------------------------------
 def test_a_locked_cell_is_left_to_its_holder_then_waited_for(tmp_path):
     experiment = load_experiment(experiment_file(tmp_path))

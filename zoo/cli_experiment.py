@@ -34,7 +34,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     experiment.check_data()
     runs, out = _places(args, experiment)
     results = run_grid(experiment, runs, out / RECORDS, executor=args.executor, workers=args.workers,
-                       address=args.address, threads=args.threads, console=errors, live=not args.no_live)
+                       address=args.address, threads=args.threads, console=errors, live=not args.no_live,
+                       reuse_from=[Path(folder) for folder in args.reuse_from])
     counts: dict[str, int] = {}
     for state, _ in results.values():
         counts[state] = counts.get(state, 0) + 1
@@ -131,9 +132,10 @@ def add_commands(sub) -> None:
                        "runs/<experiment>/<variant>/<task>/seed-<n>/, then write its record into "
                        "OUT/records/ (commit those beside the report). Cells whose record matches the experiment "
                        "file are skipped; cells run under another definition are named, moved to .stale/ and run "
-                       "again; interrupted ones resume from their checkpoint; a cell another `zoo run` holds is left "
-                       "to it, then waited for; a failing cell is recorded and the grid goes on. Exit 0 when no cell "
-                       "failed (diverged runs are results), 1 otherwise.")
+                       "again; a cell whose very definition a --reuse-from report folder's records hold is copied "
+                       "from there; interrupted ones resume from their checkpoint; a cell another `zoo run` holds is "
+                       "left to it, then waited for; a failing cell is recorded and the grid goes on. Exit 0 when no "
+                       "cell failed (diverged runs are results), 1 otherwise.")
     _experiment_arguments(p)
     p.add_argument("--runs", metavar="DIR", help="where run directories (checkpoints, logs) go "
                    "(default runs/<experiment name>)")
@@ -143,6 +145,10 @@ def add_commands(sub) -> None:
     p.add_argument("--threads", type=int, default=1, help="ray: CPUs (and torch threads) per run")
     p.add_argument("--report", action="store_true", help="write the report when the grid is done (zoo report)")
     p.add_argument("--no-live", action="store_true", help="no live grid display")
+    p.add_argument("--reuse-from", metavar="REPORT_DIR", nargs="+", default=[],
+                   help="other experiments' report folders (e.g. reports/budget-pilot): a cell whose very "
+                   "definition (spec, task, data, training config and seed, decoding) one of their records has is "
+                   "not trained but gets a copy of that record, whose provenance names the original")
     p.set_defaults(run=cmd_run)
 
     p = sub.add_parser("report", help="write a comparison report from an experiment's records",

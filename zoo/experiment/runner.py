@@ -6,7 +6,10 @@ cell, under its lock:
 1. a record of the same definition is there (committed, or from an earlier run): skip the cell;
 2. a record or run directory of another definition is there: move it aside (runs/.stale, records/.stale)
    and start again; the grid's first lines name such cells and what changed;
-3. otherwise train (resuming from the run directory's last checkpoint), decode the test set, and
+3. the records of another experiment named with `--reuse-from` hold one of the same definition: copy
+   it, with `provenance.copied_from` naming the original (the definition decides the numbers, and
+   training is deterministic on one machine, so training it again would repeat that record);
+4. otherwise train (resuming from the run directory's last checkpoint), decode the test set, and
    write the record, last: the record's presence marks the cell done.
 
 Any exception while running or recording a cell, I/O errors included, becomes that cell's failed
@@ -24,7 +27,7 @@ import os
 import threading
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -51,6 +54,7 @@ class Cell:
     records_root: str
     concurrent: int = 1  # runs sharing the machine with this one (recorded as provenance)
     commit: str = ""  # the code's commit when the grid started (recorded as provenance)
+    reuse: str = ""  # another experiment's record of the same definition, copied instead of training
 
     @property
     def name(self) -> str:
@@ -141,6 +145,10 @@ def _run_cell(cell: Cell, threads: int | None) -> str:
     if state == "stale":
         _move_aside(cell.record, Path(cell.records_root))
         _move_aside(cell.out, Path(cell.runs_root))
+    if cell.reuse:
+        copied = _copy_record(cell, current)
+        if copied:
+            return copied
     out = cell.out
     rundir.clean_temporaries(out)
     (out / rundir.FAILED).unlink(missing_ok=True)
@@ -159,6 +167,25 @@ def _run_cell(cell: Cell, threads: int | None) -> str:
     head = records.base(_cell_fields(cell), current, digest, cell.concurrent, cell.commit)
     records.write(cell.record, records.from_run(out, head))  # last: the record marks the cell done
     return summary["status"]
+
+
+def _copy_record(cell: Cell, current: dict) -> str:
+    """Write `cell.reuse` (another experiment's record) as this cell's record when its definition is
+    `current` and it holds a result; returns its status, or '' when it cannot stand for this cell."""
+    source = Path(cell.reuse)
+    try:
+        found = records.read(source)
+    except rundir.RunError:
+        return ""
+    if found["status"] not in ("complete", "diverged") or store.changes(found["definition"], current):
+        return ""
+    origin, made = found["cell"], found.get("provenance", {})
+    # a copy of a copy names the record that was trained
+    copied_from = made.get("copied_from") or f"{origin['experiment']}/{origin['variant']}/{origin['task']}/" \
+                                             f"seed-{origin['seed']}"
+    copy = {**found, "cell": _cell_fields(cell), "provenance": {**made, "copied_from": copied_from}}
+    records.write(cell.record, copy)
+    return found["status"]
 
 
 def _cell_fields(cell: Cell) -> dict:
@@ -316,10 +343,25 @@ def plan(experiment, grid: list[Cell]) -> dict[str, list[str]]:
     return stale
 
 
+def reusable(experiment, grid: list[Cell], report_folders: list[Path]) -> list[Cell]:
+    """The grid with `reuse` set on every cell that has no record of its own while the records of
+    `report_folders` (other experiments') hold one of the same definition digest."""
+    if not grid or not report_folders:
+        return grid
+    found = store.records_by_digest(report_folders, exclude=Path(grid[0].records_root))
+    out = []
+    for cell in grid:
+        entry = next(t for t in experiment.config.tasks if t.key == cell.task)
+        source = found.get(store.digest(store.definition(experiment, cell.variant, entry, cell.seed)))
+        out.append(replace(cell, reuse=str(source)) if source and not cell.record.exists() else cell)
+    return out
+
+
 def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str = "local", workers: int = 1,
              address: str | None = None, threads: int = 1, console: Console | None = None,
-             live: bool = True) -> dict[str, tuple[str, str]]:
-    """Run every cell; returns {cell name: (final status, reason)}."""
+             live: bool = True, reuse_from: list[Path] = ()) -> dict[str, tuple[str, str]]:
+    """Run every cell; returns {cell name: (final status, reason)}. `reuse_from`: other experiments'
+    report folders whose records of a cell's very definition are copied instead of training it again."""
     concurrent = workers if executor == "local" else 0
     grid = cells(experiment, runs_root, records_root, concurrent=max(concurrent, 1), commit=records.zoo_commit())
     console = console or Console(stderr=True)
@@ -329,6 +371,13 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str =
                       f"directories go to {store.STALE}/ and they are run again:[/]")
         for name, changed in stale.items():
             console.print(f"  {name}: " + "; ".join(changed[:4]) + (" ..." if len(changed) > 4 else ""))
+    grid = reusable(experiment, grid, list(reuse_from))
+    copies = [cell for cell in grid if cell.reuse]
+    if copies:
+        console.print(f"{len(copies)} cells have a record of the same definition in another experiment's records; "
+                      "it is copied instead of training them again:")
+        for cell in copies:
+            console.print(f"  {cell.name} <- {cell.reuse}")
     results: dict[str, tuple[str, str]] = {}
     runner: Callable[[], None]
     if executor == "local":

@@ -163,6 +163,32 @@ def changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             if a.get(key, missing) != b.get(key, missing)]
 
 
+# -- records of other experiments -------------------------------------------------------------------
+_DIGEST_FIELD = re.compile(r'"definition_digest":"([0-9a-f]{16})"')
+
+
+def records_by_digest(report_folders: list[Path], exclude: Path) -> dict[str, Path]:
+    """{definition digest: record path} over the records of other experiments' report folders
+    (<folder>/records/<variant>/<task>/seed-<n>.json), leaving out `exclude` (the grid's own records)
+    and stale ones. A record's definition decides its numbers, so a cell whose definition such a
+    record has needs no training: the runner copies that record. The digest is read from the
+    record's text (records are written with sorted keys, so the top-level field is found without
+    parsing megabytes of JSON); the copy checks the whole definition."""
+    found: dict[str, Path] = {}
+    skip = Path(exclude).resolve()
+    for folder in report_folders:
+        if not (Path(folder) / RECORDS).is_dir():
+            raise StoreError(f"--reuse-from: {folder} holds no {RECORDS}/ folder (give a report folder, such as "
+                             "reports/budget-pilot)")
+        for path in sorted((Path(folder) / RECORDS).glob("*/*/seed-*.json")):
+            if path.resolve().is_relative_to(skip) or STALE in path.parts:
+                continue
+            match = _DIGEST_FIELD.search(path.read_text(errors="replace"))
+            if match:
+                found.setdefault(match.group(1), path)
+    return found
+
+
 # -- moving aside -----------------------------------------------------------------------------------
 def stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")

@@ -140,6 +140,12 @@ def provenance(report: Report) -> list[str]:
              f"- runs sharing the machine at once: up to {shared}"
              + (" (training throughput therefore measures the shared machine, not the variant; it gets no verdict, "
                 "and `zoo bench` measures speed in isolation)" if shared > 1 else "")]
+    copied = Counter(str(Path(r["provenance"]["copied_from"]).parts[0]) for r in found
+                     if (r.get("provenance") or {}).get("copied_from"))
+    if copied:
+        lines.append(f"- {sum(copied.values())} records copied from another experiment's records of the same "
+                     f"definition instead of trained again: {join(copied)}; each names its original in "
+                     "`provenance.copied_from`")
     if signatures:
         lines.append("- sacreBLEU: " + "; ".join(f"`{s}`" for s in signatures))
     return lines
