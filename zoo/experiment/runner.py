@@ -370,14 +370,14 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str =
         console.print(f"[yellow]{len(stale)} cells were run under another definition; their old records and run "
                       f"directories go to {store.STALE}/ and they are run again:[/]")
         for name, changed in stale.items():
-            console.print(f"  {name}: " + "; ".join(changed[:4]) + (" ..." if len(changed) > 4 else ""))
+            console.print(f"  {name}: " + "; ".join(changed[:4]) + (" ..." if len(changed) > 4 else ""), soft_wrap=True)
     grid = reusable(experiment, grid, list(reuse_from))
     copies = [cell for cell in grid if cell.reuse]
     if copies:
         console.print(f"{len(copies)} cells have a record of the same definition in another experiment's records; "
                       "it is copied instead of training them again:")
         for cell in copies:
-            console.print(f"  {cell.name} <- {cell.reuse}")
+            console.print(f"  {cell.name} <- {cell.reuse}", soft_wrap=True)
     results: dict[str, tuple[str, str]] = {}
     runner: Callable[[], None]
     if executor == "local":
