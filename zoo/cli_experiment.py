@@ -33,6 +33,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     experiment = load_experiment(args.experiment)
     experiment.check_data()
     runs, out = _places(args, experiment)
+    if args.dry_run:
+        return _dry_run(experiment, runs, out, args)
     results = run_grid(experiment, runs, out / RECORDS, executor=args.executor, workers=args.workers,
                        address=args.address, threads=args.threads, console=errors, live=not args.no_live,
                        reuse_from=[Path(folder) for folder in args.reuse_from])
@@ -49,6 +51,39 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         errors.print(f"next: zoo report {args.experiment}" + (f" --out {out}" if args.out else ""))
     return 1 if counts.get("failed") or counts.get("locked") else 0
+
+
+def _dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace) -> int:
+    """`zoo run --dry-run`: what the grid would do per task and the training time it would take."""
+    from zoo.experiment.forecast import forecast
+    from zoo.experiment.runner import cells, reusable
+
+    reuse = [Path(folder) for folder in args.reuse_from]
+    grid = reusable(experiment, cells(experiment, runs, out / RECORDS), reuse)
+    rows = forecast(experiment, grid, reuse)
+    table = Table(title=f"zoo run {experiment.name} --dry-run: nothing is trained, moved or written",
+                  title_justify="left")
+    for column in ("task", "cells", "recorded", "copied", "stale", "new", "s/step", "core-hours left"):
+        table.add_column(column, justify="left" if column == "task" else "right")
+    total, unknown = 0.0, []
+    for row in rows:
+        hours = row.core_seconds
+        if hours is None or row.unbounded:
+            unknown.append(row.task)
+        total += hours or 0.0
+        table.add_row(row.task, str(row.cells), str(row.recorded), str(row.copied), str(row.stale), str(row.new),
+                      "—" if row.seconds_per_step is None else f"{row.seconds_per_step:.3f}",
+                      "unknown" if hours is None or row.unbounded else f"{hours / 3600:.1f}")
+    console.print(table)
+    workers = max(1, args.workers)
+    console.print(f"about {total / 3600:.1f} core-hours of training left"
+                  + (f" (and an unknown amount for {', '.join(unknown)}: no complete record of the same task and "
+                     "data gives a rate, or the budget is not in steps)" if unknown else "")
+                  + f"; with {workers} worker{'s' if workers > 1 else ''} about {total / 3600 / workers:.1f} hours. "
+                  "stale: recorded or started under another definition, so run again. s/step: median seconds per "
+                  "training step of the task's complete records, measured with as many runs sharing the machine as "
+                  "they had; evaluation is not counted.", soft_wrap=True)
+    return 0
 
 
 # -- zoo report ------------------------------------------------------------------------------------
@@ -145,6 +180,9 @@ def add_commands(sub) -> None:
     p.add_argument("--threads", type=int, default=1, help="ray: CPUs (and torch threads) per run")
     p.add_argument("--report", action="store_true", help="write the report when the grid is done (zoo report)")
     p.add_argument("--no-live", action="store_true", help="no live grid display")
+    p.add_argument("--dry-run", action="store_true", help="train, move and write nothing: print per task how many "
+                   "cells are recorded, would be copied, are stale or new, and the training time left, from the "
+                   "seconds per step of the records")
     p.add_argument("--reuse-from", metavar="REPORT_DIR", nargs="+", default=[],
                    help="other experiments' report folders (e.g. reports/budget-pilot): a cell whose very "
                    "definition (spec, task, data, training config and seed, decoding) one of their records has is "

@@ -1,0 +1,58 @@
+"""`zoo run --dry-run`: what a grid would do and what its training would cost, with nothing written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from zoo.experiment import load_experiment
+from zoo.experiment.forecast import forecast
+from zoo.experiment.runner import cells, reusable, run_grid
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOKE = (ROOT / "experiments" / "smoke.toml").read_text()
+
+
+def write(folder: Path, text: str) -> Path:
+    path = folder / "smoke.toml"
+    path.write_text(text)
+    return path
+
+
+def test_a_grid_never_run_has_every_cell_new_and_no_rate(tmp_path):
+    experiment = load_experiment(write(tmp_path, SMOKE))
+    [row] = forecast(experiment, cells(experiment, tmp_path / "runs", tmp_path / "out" / "records"))
+    assert (row.task, row.cells, row.recorded, row.new, row.stale, row.copied) == ("copy", 4, 0, 4, 0, 0)
+    assert row.steps == 4 * 40 and row.seconds_per_step is None and row.core_seconds is None
+
+
+@pytest.mark.slow
+def test_the_estimate_counts_stale_and_new_cells_at_the_recorded_seconds_per_step(tmp_path):
+    records = tmp_path / "out" / "records"
+    run_grid(load_experiment(write(tmp_path, SMOKE)), tmp_path / "runs", records, live=False)
+    rates = sorted(r["summary"]["train_seconds"] / r["summary"]["steps"]
+                   for r in (json.loads(p.read_text()) for p in records.rglob("seed-*.json")))
+    changed = load_experiment(write(tmp_path, SMOKE.replace("seeds = [0, 1]", "seeds = [0, 1, 2]")
+                                    .replace("steps = 40", "steps = 60")))
+    [row] = forecast(changed, cells(changed, tmp_path / "runs", records))
+    assert (row.cells, row.recorded, row.stale, row.new) == (6, 0, 4, 2)
+    assert row.seconds_per_step == pytest.approx((rates[1] + rates[2]) / 2)  # the median of the 4 records
+    assert row.core_seconds == pytest.approx(row.seconds_per_step * 6 * 60)
+    # a second experiment that can copy them: nothing of the old definition is left to run
+    same = load_experiment(write(tmp_path, SMOKE.replace('name = "smoke"', 'name = "other"')))
+    grid = reusable(same, cells(same, tmp_path / "runs-other", tmp_path / "other" / "records"), [tmp_path / "out"])
+    [row] = forecast(same, grid, [tmp_path / "out"])
+    assert (row.copied, row.new, row.core_seconds) == (4, 0, 0.0)
+
+
+def test_dry_run_writes_nothing_and_prints_the_table(tmp_path):
+    path = write(tmp_path, SMOKE)
+    done = subprocess.run([sys.executable, "-m", "zoo", "run", str(path), "--dry-run", "--runs", str(tmp_path / "runs"),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "nothing is trained, moved or written" in done.stdout and "unknown" in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["smoke.toml"]

@@ -1,0 +1,92 @@
+"""What `zoo run` would do and what it would cost, before it does anything (`zoo run --dry-run`).
+
+Per task: how many cells are recorded, would be copied from another experiment (`--reuse-from`),
+were run under another definition (stale: run again) or were never run, and the training time the
+runs left would take. The time comes from the records themselves: the median seconds per step of
+the complete records of the same task settings and data (this experiment's and the --reuse-from
+folders'), as they were measured, with as many runs sharing the machine as they had. Evaluation
+and test decoding are not counted (a few percent of a run); a cell that was interrupted resumes
+from its checkpoint, so its full budget is an upper bound.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from zoo.experiment import record as records
+from zoo.experiment import store
+
+
+@dataclass
+class TaskForecast:
+    task: str
+    cells: int = 0
+    recorded: int = 0
+    copied: int = 0  # a --reuse-from record of the same definition stands for it
+    stale: int = 0  # recorded or started under another definition: run again
+    new: int = 0  # never run
+    steps: int = 0  # optimizer steps of the cells to run (stale + new)
+    unbounded: int = 0  # cells to run whose budget is not in steps (epochs or minutes)
+    seconds_per_step: float | None = None  # median over the task's complete records; None without any
+
+    @property
+    def to_run(self) -> int:
+        return self.stale + self.new
+
+    @property
+    def core_seconds(self) -> float | None:
+        """Training seconds of the cells to run, one core each; None when no record gives a rate."""
+        if not self.to_run:
+            return 0.0
+        return None if self.seconds_per_step is None else self.seconds_per_step * self.steps
+
+
+def _rates(paths: list[Path]) -> dict[str, list[float]]:
+    """{digest of (task settings, data): [seconds per step of each complete record]}."""
+    rates: dict[str, list[float]] = {}
+    for path in paths:
+        try:
+            found = records.read(path)
+        except Exception:  # noqa: BLE001,S112 - an unreadable record gives no rate; `zoo run` names it
+            continue
+        summary, definition = found.get("summary") or {}, store.normalise(found["definition"])
+        if found["status"] != "complete" or not summary.get("steps") or not summary.get("train_seconds"):
+            continue
+        key = store.digest({"task": definition.get("task"), "data": definition.get("data")})
+        rates.setdefault(key, []).append(summary["train_seconds"] / summary["steps"])
+    return rates
+
+
+def forecast(experiment, grid: list, reuse_folders: list[Path] = ()) -> list[TaskForecast]:
+    """One TaskForecast per task of the experiment, for `grid` (runner.cells, with `reuse` set by
+    runner.reusable when --reuse-from is given)."""
+    from zoo.experiment.runner import cell_state
+
+    paths = sorted(Path(grid[0].records_root).glob("*/*/seed-*.json")) if grid else []
+    for folder in reuse_folders:
+        paths += sorted((Path(folder) / store.RECORDS).glob("*/*/seed-*.json"))
+    rates = _rates(paths)
+    entries = {task.key: task for task in experiment.config.tasks}
+    out = {key: TaskForecast(key) for key in entries}
+    for cell in grid:
+        entry, row = entries[cell.task], out[cell.task]
+        current = store.definition(experiment, cell.variant, entry, cell.seed)
+        state, _ = cell_state(cell, current)
+        row.cells += 1
+        if state == "recorded":
+            row.recorded += 1
+            continue
+        if cell.reuse and state == "todo":
+            row.copied += 1
+            continue
+        row.stale += state == "stale"
+        row.new += state == "todo"
+        steps = experiment.train_config(entry, cell.seed, cell.variant).steps
+        row.steps += steps or 0
+        row.unbounded += not steps
+        if row.seconds_per_step is None:
+            measured = rates.get(store.digest({"task": current["task"], "data": current["data"]}))
+            row.seconds_per_step = statistics.median(measured) if measured else None
+    return list(out.values())
