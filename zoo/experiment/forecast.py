@@ -78,7 +78,7 @@ def forecast(experiment, grid: list, reuse_folders: list[Path] = ()) -> list[Tas
         if state == "recorded":
             row.recorded += 1
             continue
-        if cell.reuse and state == "todo":
+        if cell.reuse:  # copied, also over a stale run directory (which is moved aside first)
             row.copied += 1
             continue
         row.stale += state == "stale"
