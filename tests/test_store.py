@@ -156,6 +156,22 @@ def test_a_cell_another_experiment_recorded_is_copied_not_trained(tmp_path):
                for line in lines)
 
 
+@pytest.mark.slow
+def test_a_stale_record_is_moved_aside_and_replaced_by_a_copy_of_the_current_definition(tmp_path):
+    pilot, study = tmp_path / "pilot", tmp_path / "study"
+    pilot.mkdir(), study.mkdir()
+    run_grid(load_experiment(experiment_file(pilot)), pilot / "runs", pilot / "report" / "records", live=False)
+    records_root = study / "report" / "records"
+    short = experiment_file(study, **{'name = "smoke"': 'name = "study"', "steps = 40": "steps = 20"})
+    run_grid(load_experiment(short), study / "runs", records_root, live=False)
+    path = experiment_file(study, **{'name = "smoke"': 'name = "study"'})  # back to the pilot's 40 steps
+    run_grid(load_experiment(path), study / "runs", records_root, live=False, reuse_from=[pilot / "report"])
+    current = all_records(records_root)
+    assert len(current) == 4 and all(r["summary"]["steps"] == 40 for r in current.values())
+    assert all("copied_from" in records.read(records_root / name)["provenance"] for name in current)
+    assert len(list((records_root / store.STALE).rglob("seed-*.json"))) == 4  # the 20-step ones, kept
+
+
 def test_reuse_from_a_folder_without_records_is_a_clear_error(tmp_path):
     experiment = load_experiment(experiment_file(tmp_path))
     with pytest.raises(store.StoreError, match="--reuse-from: .*holds no records/ folder"):

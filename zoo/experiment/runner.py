@@ -344,16 +344,19 @@ def plan(experiment, grid: list[Cell]) -> dict[str, list[str]]:
 
 
 def reusable(experiment, grid: list[Cell], report_folders: list[Path]) -> list[Cell]:
-    """The grid with `reuse` set on every cell that has no record of its own while the records of
-    `report_folders` (other experiments') hold one of the same definition digest."""
+    """The grid with `reuse` set on every cell not recorded under its current definition (no record,
+    or a stale one) while the records of `report_folders` (other experiments') hold one of the same
+    definition digest."""
     if not grid or not report_folders:
         return grid
     found = store.records_by_digest(report_folders, exclude=Path(grid[0].records_root))
     out = []
     for cell in grid:
         entry = next(t for t in experiment.config.tasks if t.key == cell.task)
-        source = found.get(store.digest(store.definition(experiment, cell.variant, entry, cell.seed)))
-        out.append(replace(cell, reuse=str(source)) if source and not cell.record.exists() else cell)
+        current = store.definition(experiment, cell.variant, entry, cell.seed)
+        source = found.get(store.digest(current))
+        out.append(replace(cell, reuse=str(source)) if source and cell_state(cell, current)[0] != "recorded"
+                   else cell)
     return out
 
 
