@@ -17,6 +17,7 @@ from pathlib import Path
 
 from zoo.experiment import record as records
 from zoo.experiment import store
+from zoo.rundir import RunError
 
 
 @dataclass
@@ -49,7 +50,7 @@ def _rates(paths: list[Path]) -> dict[str, list[float]]:
     for path in paths:
         try:
             found = records.read(path)
-        except Exception:  # noqa: BLE001,S112 - an unreadable record gives no rate; `zoo run` names it
+        except RunError:  # an unreadable record gives no rate; `zoo run` names it and runs its cell again
             continue
         summary, definition = found.get("summary") or {}, store.normalise(found["definition"])
         if found["status"] != "complete" or not summary.get("steps") or not summary.get("train_seconds"):
@@ -64,9 +65,9 @@ def forecast(experiment, grid: list, reuse_folders: list[Path] = ()) -> list[Tas
     runner.reusable when --reuse-from is given)."""
     from zoo.experiment.runner import cell_state
 
-    paths = sorted(Path(grid[0].records_root).glob("*/*/seed-*.json")) if grid else []
+    paths = store.record_files(Path(grid[0].records_root)) if grid else []
     for folder in reuse_folders:
-        paths += sorted((Path(folder) / store.RECORDS).glob("*/*/seed-*.json"))
+        paths += store.record_files(Path(folder) / store.RECORDS)
     rates = _rates(paths)
     entries = {task.key: task for task in experiment.config.tasks}
     out = {key: TaskForecast(key) for key in entries}

@@ -167,6 +167,12 @@ def changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 _DIGEST_FIELD = re.compile(r'"definition_digest":"([0-9a-f]{16})"')
 
 
+def record_files(records_root: Path) -> list[Path]:
+    """The current records under a records folder (<variant>/<task>/seed-<n>.json), sorted; records
+    moved to .stale/ lie deeper and are not among them."""
+    return sorted(Path(records_root).glob("*/*/seed-*.json"))
+
+
 def records_by_digest(report_folders: list[Path], exclude: Path) -> dict[str, Path]:
     """{definition digest: record path} over the records of other experiments' report folders
     (<folder>/records/<variant>/<task>/seed-<n>.json), leaving out `exclude` (the grid's own records)
@@ -180,8 +186,8 @@ def records_by_digest(report_folders: list[Path], exclude: Path) -> dict[str, Pa
         if not (Path(folder) / RECORDS).is_dir():
             raise StoreError(f"--reuse-from: {folder} holds no {RECORDS}/ folder (give a report folder, such as "
                              "reports/budget-pilot)")
-        for path in sorted((Path(folder) / RECORDS).glob("*/*/seed-*.json")):
-            if path.resolve().is_relative_to(skip) or STALE in path.parts:
+        for path in record_files(Path(folder) / RECORDS):
+            if path.resolve().is_relative_to(skip):
                 continue
             match = _DIGEST_FIELD.search(path.read_text(errors="replace"))
             if match:
