@@ -67,6 +67,13 @@ def test_findings_must_name_variants(tmp_path, finding, field):
         load_experiment(write(tmp_path, text))
 
 
+@pytest.mark.parametrize("tasks", ['["copy", "zzz"]', '["copy", "copy"]', '["copy"]'])
+def test_transfers_must_name_two_different_tasks(tmp_path, tasks):
+    text = BASE.format(variant="", task="", train="") + f"[[transfers]]\ntasks = {tasks}\n"
+    with pytest.raises(ExperimentError, match="transfers"):
+        load_experiment(write(tmp_path, text))
+
+
 def test_shipped_experiments_validate():
     for path in sorted((ROOT / "experiments").glob("*.toml")):
         experiment = load_experiment(path)

@@ -207,6 +207,16 @@ class Finding(BaseModel):
         return self
 
 
+class Transfer(BaseModel):
+    """The same variants on two tasks (two budgets, directions or corpora): does each variant's effect on
+    the first task hold on the second? The report tests the interaction Δ(second) − Δ(first) per variant."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    tasks: tuple[str, str] = Field(description="two task labels: the effect is measured on the first, then on the "
+                                               "second, e.g. [\"multi30k-de-en\", \"multi30k-de-en-8000\"]")
+    question: str = Field("", description="what the pair asks, in plain words (shown above its table)")
+
+
 class ExperimentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(description="names runs/<name>/ and reports/<name>/")
@@ -223,6 +233,8 @@ class ExperimentConfig(BaseModel):
                                                    "(default: $ZOO_DATA_DIR or ../shared/data)")
     findings: list[Finding] = Field(default_factory=list, description="published claims the report checks")
     analysis: Analysis = Field(default_factory=Analysis)
+    transfers: list[Transfer] = Field(default_factory=list, description="pairs of tasks whose effects the report "
+                                                                        "compares (budget or task transfer)")
 
     @field_validator("name")
     @classmethod
@@ -249,6 +261,11 @@ class ExperimentConfig(BaseModel):
                 raise ValueError(f"findings[{i}].against: {finding.against!r} is not a variant label")
             if finding.task is not None and finding.task not in keys:
                 raise ValueError(f"findings[{i}].task: {finding.task!r} is not a task label; tasks: {', '.join(keys)}")
+        for i, transfer in enumerate(self.transfers):
+            unknown = [label for label in transfer.tasks if label not in keys]
+            if unknown or transfer.tasks[0] == transfer.tasks[1]:
+                raise ValueError(f"transfers[{i}].tasks: {list(transfer.tasks)!r} must be two different task labels; "
+                                 f"tasks: {', '.join(keys)}")
         return self
 
     @property
