@@ -35,6 +35,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     runs, out = _places(args, experiment)
     if args.dry_run:
         return _dry_run(experiment, runs, out, args)
+    _write_floors(experiment, out)
     results = run_grid(experiment, runs, out / RECORDS, executor=args.executor, workers=args.workers,
                        address=args.address, threads=args.threads, console=errors, live=not args.no_live,
                        reuse_from=[Path(folder) for folder in args.reuse_from])
@@ -83,6 +84,40 @@ def _dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace) -> int
                   "stale: recorded or started under another definition, so run again. s/step: median seconds per "
                   "training step of the task's complete records, measured with as many runs sharing the machine as "
                   "they had; evaluation is not counted.", soft_wrap=True)
+    return 0
+
+
+# -- zoo floors ------------------------------------------------------------------------------------
+def _write_floors(experiment, out: Path) -> None:
+    """Score each task's trivial systems (zoo/experiment/floors.py) where no current floor file is there."""
+    from zoo.experiment.floors import write_floors
+
+    with errors.status(f"{experiment.name}: scoring the tasks' trivial systems (copy the source, ...)"):
+        written = write_floors(experiment, out / RECORDS)
+    if written:
+        errors.print(f"{experiment.name}: trivial floors of {', '.join(written)} -> {out / RECORDS / '.floors'}",
+                     highlight=False, markup=False, soft_wrap=True)
+
+
+def cmd_floors(args: argparse.Namespace) -> int:
+    from zoo.experiment.floors import read_floor
+
+    experiment = load_experiment(args.experiment)
+    experiment.check_data()
+    _, out = _places(args, experiment)
+    _write_floors(experiment, out)
+    table = Table(title=f"{experiment.name}: trivial floors on the test sets (no verdicts on a task whose baseline "
+                        "does not clear them)", title_justify="left")
+    for column in ("task", "system", "primary metric", "score", "other metrics"):
+        table.add_column(column, justify="left" if column in ("task", "system", "other metrics") else "right")
+    for task in experiment.config.tasks:
+        floor = read_floor(out / RECORDS, task.key)
+        for system, scored in floor["systems"].items():
+            metrics = scored["test"]
+            primary = task.primary_metric
+            others = ", ".join(f"{name} {value:.2f}" for name, value in metrics.items() if name != primary)
+            table.add_row(task.key, system, primary, f"{metrics[primary]:.2f}", others)
+    console.print(table)
     return 0
 
 
@@ -188,6 +223,15 @@ def add_commands(sub) -> None:
                    "definition (spec, task, data, training config and seed, decoding) one of their records has is "
                    "not trained but gets a copy of that record, whose provenance names the original")
     p.set_defaults(run=cmd_run)
+
+    p = sub.add_parser("floors", help="score each task's trivial systems (copying the source, ...): its floor",
+                       description="Score what systems that learn nothing output on each task of EXPERIMENT "
+                       "(translation: the source copied unchanged; synthetic tasks: the identity, where it is not the "
+                       "answer, and the per-position majority), exactly as models are scored on the test set, and "
+                       "write OUT/records/.floors/<task>.json beside the records. `zoo run` does this before it "
+                       "trains; a report gives no verdicts on a task whose baseline does not clear its floor.")
+    _experiment_arguments(p)
+    p.set_defaults(run=cmd_floors)
 
     p = sub.add_parser("report", help="write a comparison report from an experiment's records",
                        description="Read the records of EXPERIMENT (OUT/records; never trains, never reads a run "

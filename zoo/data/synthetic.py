@@ -26,6 +26,7 @@ _TARGET_RULES = {
     "reverse": lambda seq: list(reversed(seq)),
     "sort": sorted,  # ascending ids, which is ascending symbol order
 }
+_SOURCE_IS_TARGET = {"copy", "long-copy"}
 
 
 class SyntheticTask(Task):
@@ -86,6 +87,22 @@ class SyntheticTask(Task):
 
     def references(self, split: str) -> list[str]:
         return [_text(self._rule(seq)) for seq in self._split_sources(split)]
+
+    def trivial_outputs(self, split: str) -> dict[str, list[str]]:
+        """identity: the source itself (left out where the task's target IS the source: copy and long-copy, whose
+        answer it is); majority: at each position the target symbol most frequent there in training, as long as
+        the source (a system that reads only the input's length)."""
+        sources = self._split_sources(split)
+        outputs = {} if self.config.name in _SOURCE_IS_TARGET else {"identity": [_text(seq) for seq in sources]}
+        counts: list[dict[int, int]] = []
+        for seq in self._split_sources("train"):
+            for position, symbol in enumerate(self._rule(seq)):
+                if position == len(counts):
+                    counts.append({})
+                counts[position][symbol] = counts[position].get(symbol, 0) + 1
+        majority = [max(sorted(c), key=c.__getitem__) for c in counts]  # ties: the lowest id
+        outputs["majority"] = [_text(majority[: len(seq)]) for seq in sources]
+        return outputs
 
     def encode_source(self, text: str) -> list[int]:
         allowed = set(self.symbol_ids)

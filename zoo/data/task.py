@@ -100,6 +100,11 @@ class Task:
         """Text of a decoded target, comparable to references()."""
         raise NotImplementedError
 
+    def trivial_outputs(self, split: str) -> dict[str, list[str]]:
+        """What systems that learn nothing would output on `split`, by name, aligned with references(): the
+        floor a trained model has to clear (copying the source, for translation). Scored like a model's outputs."""
+        raise NotImplementedError
+
     @classmethod
     def _create(cls, config: TaskConfig, specials: Specials, cache_dir: Path | None) -> Task:
         raise NotImplementedError
