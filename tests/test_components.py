@@ -269,3 +269,26 @@ def test_sequence_beyond_max_len_is_a_clear_error(tiny, kind):
     model = zoo.build(spec)
     with pytest.raises(zoo.ZooError, match="positional.max_len"):
         model(torch.ones(1, 7, dtype=torch.long), torch.ones(1, 3, dtype=torch.long))
+
+
+@pytest.mark.parametrize("vocab, token_std, ratio_unscaled, ratio_scaled", [
+    (4004, 0.0222, 1 / 32, 0.25),  # the ablations' translation tasks: 4000 BPE tokens + 4 specials
+    (14, 0.161, 0.23, 1.82),       # reverse: 10 symbols + 4 specials
+])
+def test_embedding_to_position_ratio_depends_on_vocabulary(vocab, token_std, ratio_unscaled, ratio_scaled):
+    """The numbers behind the no-embedding-scale verdicts (experiments/ablations.toml): paper-base initialises
+    the tied table Xavier-uniform, std sqrt(2 / (V + D)), so a token vector's length depends on the vocabulary,
+    while a sinusoid row has length sqrt(D / 2) at every position. Without the sqrt(D) scale tokens are about
+    1/32 of the positions at vocab 4004, about a quarter at vocab 14."""
+    from zoo.components.positional import sinusoid_table
+
+    spec = zoo.load_spec("paper-base", overrides={"d_model": 64, "n_heads": 4, "d_ff": 256, "encoder_layers": 2,
+                                                  "decoder_layers": 2, "src_vocab": vocab, "tgt_vocab": vocab})
+    table = zoo.build(spec, seed=0).src_embed.tokens.table.weight.detach()
+    assert table.std().item() == pytest.approx(token_std, rel=0.02)
+    assert table.std().item() == pytest.approx(math.sqrt(2 / (vocab + 64)), rel=0.02)
+    token_length = table[4:].norm(dim=-1).mean().item()
+    position_length = sinusoid_table(100, 64).norm(dim=-1)
+    assert torch.allclose(position_length, torch.full_like(position_length, math.sqrt(32)))
+    assert token_length / math.sqrt(32) == pytest.approx(ratio_unscaled, rel=0.05)
+    assert 8 * token_length / math.sqrt(32) == pytest.approx(ratio_scaled, rel=0.05)
