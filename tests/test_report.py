@@ -464,3 +464,36 @@ def test_a_budget_known_to_end_before_the_plateau_leaves_convergence_findings_un
     below = check(EXPERIMENT.replace("margin = 5.0\n", declared, 1) + finding)
     assert below.outcome == UNTESTABLE
     assert "budget ends before the plateau: doubling the steps added 9 points" in below.evidence
+
+
+def test_a_task_whose_baseline_does_not_clear_its_trivial_floor_gets_no_verdicts(fake, tmp_path):
+    """Copying the WMT sample's source scores 21.44 chrF, above its 6000-step baseline (19.59): below a floor no
+    comparison says anything about the variants. Here a floor of 70 exact-match points (linear's mean: 61)."""
+    import json
+    import shutil
+
+    from zoo.experiment import floors
+
+    experiment, root = fake
+    records_root = shutil.copytree(root, tmp_path / "records")
+    task = experiment.config.tasks[0]
+
+    def write_floor(score: float):
+        floor = {"format": 1, "task": "copy", "definition": floors.definition(experiment, task),
+                 "systems": {"majority": {"test": {"exact_match": score, "token_accuracy": score}}}}
+        path = floors.floor_path(records_root, "copy")
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(floor))
+
+    write_floor(70.0)
+    below = analyse(experiment, records_root)
+    found = below.tasks[0]
+    assert found.floors == {"majority": 70.0}
+    assert "does not clear the trivial floor majority (70.00)" in found.below_floor
+    assert not found.comparisons and not found.failure_tests
+    assert all(c.outcome == UNTESTABLE for c in below.checks if c.task == "copy")
+    path, _ = build_report(experiment, records_root, tmp_path / "out", "zoo report fake")
+    assert "**No verdicts on this task**" in path.read_text()
+    write_floor(10.0)  # control: a floor the baseline clears changes nothing
+    above = analyse(experiment, records_root).tasks[0]
+    assert not above.below_floor and set(above.comparisons) == {"conv1d", "prenorm", "warm"}

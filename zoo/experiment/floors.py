@@ -78,6 +78,12 @@ def read_floor(records_root: Path, task_key: str) -> dict[str, Any] | None:
     return floor
 
 
+def current_floor(experiment, records_root: Path, task) -> dict[str, Any] | None:
+    """The task's floor file when it is current (None when missing or made under other task settings)."""
+    floor = read_floor(records_root, task.key)
+    return floor if floor is not None and is_current(floor, definition(experiment, task)) else None
+
+
 def write_floors(experiment, records_root: Path) -> list[str]:
     """Compute and write every task's floors that are missing or no longer current; the task keys written."""
     written = []

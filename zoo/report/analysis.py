@@ -98,6 +98,8 @@ class TaskAnalysis:
     reach: dict[str, tuple[list[float], list[bool]]] = field(default_factory=dict)  # steps, reached?
     logrank: dict[str, float] = field(default_factory=dict)  # variant -> log-rank p against the baseline
     curve_area: dict[str, list[float]] = field(default_factory=dict)
+    floors: dict[str, float] | None = None  # trivial system -> its test primary metric; None: no floor recorded
+    below_floor: str = ""  # why the task gets no verdicts: its baseline does not clear a trivial floor
 
 
 def _fingerprint(record: dict) -> str:
@@ -114,8 +116,10 @@ def _fingerprint(record: dict) -> str:
 class Analyst:
     """Builds TaskAnalysis objects from an experiment's records; shares per-run work between tasks and findings."""
 
-    def __init__(self, experiment: Experiment, records: Records, frame: pd.DataFrame):
+    def __init__(self, experiment: Experiment, records: Records, frame: pd.DataFrame,
+                 floors: dict[str, dict] | None = None):
         self.experiment, self.records, self.frame = experiment, records, frame
+        self.floors = floors or {}  # task key -> its current floor file (zoo/experiment/floors.py)
         self.analysis = experiment.config.analysis
         self.baseline = experiment.config.baseline_label
         self.labels = [v.label for v in experiment.config.variants]
@@ -206,11 +210,30 @@ class Analyst:
                           eps_min(other, base, higher_is_better=higher) if enough else math.nan,
                           mde, needed, equivalence, (tuple(base), tuple(other)))
 
+    def below_floor(self, task: TaskEntry, floors: dict[str, float] | None) -> str:
+        """Why `task` gets no verdicts, or '': its baseline's mean test primary metric over trained seeds does not
+        clear the best trivial system (a comparison below what doing nothing scores says nothing of the variants)."""
+        scores = self.values(task, self.baseline, task.primary_metric)
+        if not floors or not scores:
+            return ""
+        higher = HIGHER_IS_BETTER[task.primary_metric]
+        system = (max if higher else min)(floors, key=floors.__getitem__)
+        mean = float(np.mean(scores))
+        if (mean > floors[system]) if higher else (mean < floors[system]):
+            return ""
+        return (f"the baseline's mean test {task.primary_metric} ({mean:.2f} over {len(scores)} trained seeds) does "
+                f"not clear the trivial floor {system} ({floors[system]:.2f})")
+
     def task(self, task: TaskEntry, descriptive_metrics: list[str]) -> TaskAnalysis:
         labels = self.labels
         found = TaskAnalysis(task, task.primary_metric,
                              {v: {s: self.outcome(v, task, s) for s in self.experiment.config.seeds} for v in labels},
                              self.collapse(task))
+        floor = self.floors.get(task.key)
+        if floor is not None:
+            found.floors = {name: float(system["test"][task.primary_metric])
+                            for name, system in floor["systems"].items() if task.primary_metric in system["test"]}
+        found.below_floor = self.below_floor(task, found.floors)
         alpha = self.analysis.alpha
         for variant in labels:
             outcomes = list(found.outcomes[variant].values())
@@ -229,7 +252,7 @@ class Analyst:
             found.curve_area[variant] = self.values(task, variant, "curve_area")
         base = found.instability[self.baseline]
         for variant in labels:
-            if variant == self.baseline or variant in found.collapsed:
+            if variant == self.baseline or variant in found.collapsed or found.below_floor:
                 continue
             mine = found.instability[variant]
             found.failure_tests[variant] = oc.compare_failures(base.count, base.n, mine.count, mine.n, alpha)

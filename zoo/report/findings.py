@@ -133,6 +133,8 @@ def _check_task(experiment: Experiment, analyst: Analyst, finding: Finding, foun
     task = found.task
     if finding.variant == reference:
         return Check(finding, task.key, metric, UNTESTABLE, "the variant is its own reference")
+    if found.below_floor:
+        return Check(finding, task.key, metric, UNTESTABLE, found.below_floor)
     own = reference == experiment.config.baseline_label  # the task's own test, when it has one
     if finding.kind == "failure-rate":
         outcomes = {v: [analyst.outcome(v, task, s) for s in experiment.config.seeds] for v in (reference,

@@ -24,10 +24,11 @@ import pandas as pd
 
 from zoo.atomic import write_text_atomic
 from zoo.experiment import Experiment
+from zoo.experiment.floors import current_floor
 from zoo.report import findings as fnd
 from zoo.report import plots
 from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, is_text
-from zoo.report.collect import STATUSES, collect, curves, load_records
+from zoo.report.collect import STATUSES, ReportError, collect, curves, load_records
 from zoo.report.equiv import Matrix, equivalence_matrix, matrix_markdown
 from zoo.report.inference import adjust, correct
 from zoo.report.tables import (
@@ -43,6 +44,7 @@ from zoo.report.tables import (
     quality_rows,
     task_metrics,
 )
+from zoo.rundir import RunError
 
 
 @dataclass
@@ -63,7 +65,13 @@ class Report:
 def analyse(experiment: Experiment, records_root: Path) -> Report:
     records = load_records(experiment, records_root)
     frame = collect(experiment, records)
-    analyst = Analyst(experiment, records, frame)
+    floors = {}
+    for task in experiment.config.tasks:
+        try:
+            floors[task.key] = current_floor(experiment, records_root, task)
+        except RunError as err:
+            raise ReportError(str(err)) from None
+    analyst = Analyst(experiment, records, frame, floors)
     tasks = [analyst.task(task, descriptive_metrics(task, is_text(task))) for task in experiment.config.tasks]
     matrix = equivalence_matrix(experiment, records)
     checks = fnd.check(experiment, analyst, matrix, tasks)
@@ -200,6 +208,7 @@ def task_section(report: Report, found: TaskAnalysis, out_dir: Path) -> list[str
              + stall_rule(task, found.primary)
              + (f"; equivalence margin ±{task.margin:g}" if task.margin is not None else "; no equivalence margin")
              + f". Baseline: **{experiment.config.baseline_label}**.", "",
+             *floor_lines(report, found),
              "### Outcomes", "", md_table(*outcome_rows(experiment, found)), "",
              "### Quality (trained seeds only)", "",
              f"Mean [95% CI over seeds]; fewer than {analysis.min_seeds} trained seeds show each seed's value. "
@@ -225,6 +234,19 @@ def task_section(report: Report, found: TaskAnalysis, out_dir: Path) -> list[str
     for title, png in figures:
         lines += [f"![{task.key}: {title}]({png.relative_to(out_dir).as_posix()})", ""]
     return lines
+
+
+def floor_lines(report: Report, found: TaskAnalysis) -> list[str]:
+    """The task's trivial floors, and the line that replaces its verdicts when the baseline does not clear them."""
+    if found.floors is None:
+        return [f"Trivial floors: none recorded (`zoo floors {os.path.relpath(report.experiment.path)}` scores "
+                "them), so the verdicts are not checked against what doing nothing scores.", ""]
+    scores = ", ".join(f"{name} {value:.2f}" for name, value in found.floors.items())
+    lines = [f"Trivial floors (systems that learn nothing, scored like the models on test "
+             f"{label(found.primary)}): {scores}."]
+    if found.below_floor:
+        lines[0] += f" **No verdicts on this task**: {found.below_floor}."
+    return [*lines, ""]
 
 
 def placebo_section(report: Report) -> list[str]:
