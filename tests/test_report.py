@@ -111,13 +111,13 @@ SENTENCES = 1000
 
 
 def fabricate(experiment, root: Path, variant: str, seed: int, value: float | None, source: str | None = None,
-              valid: float | None = None, steps: int = 400) -> None:
-    """A record of cell (variant, copy, seed) as `zoo run` would write it, with test exact match `value`
+              valid: float | None = None, steps: int = 400, task_index: int = 0) -> None:
+    """A record of cell (variant, task, seed) as `zoo run` would write it, with test exact match `value`
     (None: diverged); `source` names the variant whose definition it claims (for bit-identical copies)."""
-    task = experiment.config.tasks[0]
+    task = experiment.config.tasks[task_index]
     definition = store.definition(experiment, variant, task, seed)
     definition["train"]["steps"] = steps
-    head = records.base({"experiment": "fake", "variant": variant, "task": "copy", "seed": seed}, definition,
+    head = records.base({"experiment": "fake", "variant": variant, "task": task.key, "seed": seed}, definition,
                         store.digest(definition), 1)
     label = source or variant
     evals = {"step": [100, 200, 300, 400]}
@@ -142,7 +142,7 @@ def fabricate(experiment, root: Path, variant: str, seed: int, value: float | No
                   "test": {"exact_match": float(value), "token_accuracy": float(value), "ppl": 2.0},
                   "hypotheses": [f"h{i}" for i in range(SENTENCES)],
                   "sentences": {"exact_match": matches}, "signatures": {}}
-    records.write(record_path(root, variant, "copy", seed), record)
+    records.write(record_path(root, variant, task.key, seed), record)
 
 
 @pytest.fixture(scope="module")

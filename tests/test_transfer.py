@@ -66,3 +66,71 @@ def test_rank_correlation_of_effects():
     assert rank_correlation([1, 2, 3, 4], [10, 20, 30, 40]).rho == pytest.approx(1.0)
     assert rank_correlation([1, 2, 3, 4], [4, 3, 2, 1]).rho == pytest.approx(-1.0)
     assert math.isnan(rank_correlation([1, math.nan], [1, 2]).rho)
+
+
+TWO_BUDGETS = """
+name = "fake-transfer"
+seeds = [0, 1, 2, 3, 4]
+baseline = "linear"
+shared = {d_model = 32, n_heads = 4, d_ff = 64, encoder_layers = 1, decoder_layers = 1}
+
+[[variants]]
+label = "linear"
+base = "paper-base"
+[[variants]]
+label = "prenorm"
+base = "paper-base"
+set = {"residual.kind" = "pre-norm"}
+[[variants]]
+label = "gelu"
+base = "paper-base"
+set = {"ffn.activation" = "gelu"}
+
+[[tasks]]
+name = "copy"
+options = {symbols = 8, min_len = 2, max_len = 4}
+train = {steps = 400}
+margin = 5.0
+stall = {floor = 0.0}
+[[tasks]]
+name = "copy"
+label = "copy-800"
+options = {symbols = 8, min_len = 2, max_len = 4}
+train = {steps = 800}
+margin = 5.0
+stall = {floor = 0.0}
+
+[[transfers]]
+tasks = ["copy", "copy-800"]
+question = "Does each effect at 400 steps hold at 800?"
+"""
+# exact match per seed: prenorm's +20 at 400 steps vanishes at 800 (an interaction of -20); gelu's +10 stays
+SCORES = {
+    ("linear", 0): [50, 52, 51, 49, 53], ("prenorm", 0): [70, 72, 71, 69, 73], ("gelu", 0): [60, 62, 61, 59, 63],
+    ("linear", 1): [80, 82, 81, 79, 83], ("prenorm", 1): [81, 79, 80, 82, 83], ("gelu", 1): [90, 92, 91, 89, 93],
+}
+
+
+def test_the_report_finds_an_interaction_that_exists_and_none_where_the_effect_holds(tmp_path):
+    from test_report import fabricate
+
+    from zoo.experiment import load_experiment
+    from zoo.report import build_report
+
+    path = tmp_path / "fake.toml"
+    path.write_text(TWO_BUDGETS)
+    experiment = load_experiment(path)
+    root = tmp_path / "out" / "records"
+    for (variant, task_index), values in SCORES.items():
+        for seed, value in enumerate(values):
+            fabricate(experiment, root, variant, seed, value, steps=(400, 800)[task_index], task_index=task_index)
+    report_path, report = build_report(experiment, root, tmp_path / "out", "zoo report fake")
+    (transfer,) = report.transfers
+    changed, held = transfer.rows["prenorm"], transfer.rows["gelu"]
+    assert changed.effect_a == pytest.approx(20, abs=0.01) and changed.effect_b == pytest.approx(0, abs=0.5)
+    assert changed.verdict == CHANGES and changed.p_adjusted >= changed.p_value
+    assert held.difference == pytest.approx(0, abs=0.5) and held.verdict == HOLDS
+    assert report.family == 2 * 2 + 2 * 2  # two primary comparisons per task, an interaction and a TOST per variant
+    text = report_path.read_text()
+    assert "## Transfer between tasks" in text and "**changes**" in text and "**holds** within ±5" in text
+    assert (tmp_path / "out" / "plots" / "transfer-copy-copy-800.png").is_file()

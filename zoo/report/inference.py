@@ -252,10 +252,11 @@ def correct(p_values: Sequence[float], method: str = "holm") -> list[float]:
     return CORRECTIONS[method](p_values)
 
 
-def adjust(results: Sequence, method: str = "holm") -> list:
+def adjust(results: Sequence, method: str = "holm", adjusted: Sequence[float] | None = None) -> list:
     """The family's results with p_adjusted set and verdicts recomputed from it (for SeedComparison
-    and CorpusComparison alike). Results without a p-value (not enough seeds) are left as they are."""
-    adjusted = correct([r.p_value for r in results], method)
+    and CorpusComparison alike). Results without a p-value (not enough seeds) are left as they are.
+    `adjusted`: their p-values already adjusted in a larger family (other kinds of tests beside them)."""
+    adjusted = correct([r.p_value for r in results], method) if adjusted is None else adjusted
     out = []
     for r, p in zip(results, adjusted):
         if math.isnan(p):

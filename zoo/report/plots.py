@@ -80,7 +80,7 @@ def learning_curves(experiment: Experiment, task: TaskEntry, logged: pd.DataFram
         else:
             ax.text(0.5, 0.5, "no complete runs", ha="center", va="center", transform=ax.transAxes)
     fig.suptitle(f"{experiment.name} / {task.key}: learning curves (line: mean over seeds, band: min-max)")
-    return _save(fig, path)
+    return save(fig, path)
 
 
 UNITS = {"bleu": "BLEU points", "chrf": "chrF points", "exact_match": "% of sequences",
@@ -112,7 +112,7 @@ def seed_values(experiment: Experiment, found: TaskAnalysis, analyst: Analyst, p
     ax.grid(axis="y", alpha=0.3)
     if ax.get_legend_handles_labels()[1]:
         ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def effects(experiment: Experiment, found: TaskAnalysis, path: Path) -> Path:
@@ -152,7 +152,7 @@ def effects(experiment: Experiment, found: TaskAnalysis, path: Path) -> Path:
         ax.axvline(0, color="grey", linewidth=1)
         ax.grid(axis="x", alpha=0.3)
     fig.suptitle(f"{experiment.name} / {task.key}: effects against the baseline")
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def throughput(experiment: Experiment, frame: pd.DataFrame, path: Path) -> Path:
@@ -180,7 +180,7 @@ def throughput(experiment: Experiment, frame: pd.DataFrame, path: Path) -> Path:
         ax.legend(fontsize=8)
     else:
         ax.text(0.5, 0.5, "no complete runs", ha="center", va="center", transform=ax.transAxes)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def instability(experiment: Experiment, tasks: list[TaskAnalysis], path: Path) -> Path:
@@ -211,10 +211,10 @@ def instability(experiment: Experiment, tasks: list[TaskAnalysis], path: Path) -
            ylabel="unstable runs (%)", ylim=(0, 105))
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save(fig, path)
 
 
-def _save(fig, path: Path) -> Path:
+def save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=DPI, metadata={"Software": None})  # no version stamp: regenerated plots stay equal

@@ -44,6 +44,8 @@ from zoo.report.tables import (
     quality_rows,
     task_metrics,
 )
+from zoo.report.transfer import adjusted as adjusted_interaction
+from zoo.report.transfer_section import TransferAnalysis, analyse_transfer, transfer_section
 from zoo.rundir import RunError
 
 
@@ -58,6 +60,7 @@ class Report:
     matrix: Matrix
     checks: list[fnd.Check]
     placebos: list[tuple[str, str, str, Comparison | None]] = field(default_factory=list)  # task, a, b, comparison
+    transfers: list[TransferAnalysis] = field(default_factory=list)
     family: int = 0  # comparisons adjusted together
     failure_family: int = 0
 
@@ -76,6 +79,9 @@ def analyse(experiment: Experiment, records_root: Path) -> Report:
     matrix = equivalence_matrix(experiment, records)
     checks = fnd.check(experiment, analyst, matrix, tasks)
     report = Report(experiment, frame, analyst, tasks, matrix, checks)
+    analysis = experiment.config.analysis
+    report.transfers = [analyse_transfer(transfer, {found.task.key: found for found in tasks}, analysis.alpha,
+                                         analysis.min_seeds) for transfer in experiment.config.transfers]
     _placebos(report)
     _correct(report)
     return report
@@ -107,8 +113,16 @@ def _correct(report: Report) -> None:
     method, alpha = report.experiment.config.analysis.correction, report.experiment.config.analysis.alpha
     family = _unique([c for found in report.tasks for c in found.comparisons.values()]
                      + [check.comparison for check in report.checks if check.comparison is not None])
-    report.family = sum(not math.isnan(c.result.p_value) for c in family)
-    settled = {id(c): replace(c, result=r) for c, r in zip(family, adjust([c.result for c in family], method))}
+    interactions = [(t, variant) for t in report.transfers for variant in t.rows]
+    tested = [c.result.p_value for c in family] + [t.rows[v].p_value for t, v in interactions] \
+        + [t.rows[v].tost_p for t, v in interactions]
+    report.family = sum(not math.isnan(p) for p in tested)
+    adjusted = correct(tested, method)
+    settled = {id(c): replace(c, result=r) for c, r in zip(family, adjust([c.result for c in family], method,
+                                                                          adjusted[:len(family)]))}
+    for k, (t, variant) in enumerate(interactions):
+        t.rows[variant] = adjusted_interaction(t.rows[variant], adjusted[len(family) + k],
+                                               adjusted[len(family) + len(interactions) + k])
     for found in report.tasks:
         found.comparisons = {variant: settled[id(c)] for variant, c in found.comparisons.items()}
     for check in report.checks:
@@ -357,6 +371,10 @@ def build_report(experiment: Experiment, records_root: Path, out_dir: Path, comm
         lines += [f"![unstable runs per task]({png.relative_to(out_dir).as_posix()})", ""]
     for found in report.tasks:
         lines += task_section(report, found, out_dir)
+    if report.transfers:
+        lines += ["## Transfer between tasks", "",
+                  *transfer_section(report.transfers, config.name, config.analysis.min_seeds, out_dir,
+                                    config.analysis.correction)]
     lines += ["## Placebo pairs (the noise floor)", "", *placebo_section(report)]
     lines += ["## Equivalence of the variants", "",
               "Cell (A, B): ≡ if B, given A's (generic) weights, computes A's log-probabilities (zoo.equivalence); "
