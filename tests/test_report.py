@@ -497,3 +497,11 @@ def test_a_task_whose_baseline_does_not_clear_its_trivial_floor_gets_no_verdicts
     write_floor(10.0)  # control: a floor the baseline clears changes nothing
     above = analyse(experiment, records_root).tasks[0]
     assert not above.below_floor and set(above.comparisons) == {"conv1d", "prenorm", "warm"}
+
+
+def test_every_parameter_confound_is_labelled_under_the_verdicts(report, tmp_path):
+    from zoo.report.report import confound_lines
+
+    (line, _) = confound_lines(report, report.tasks[0])
+    assert "against linear's 1,000" in line and "prenorm +1 (+0.1%)" in line
+    assert "conv1d" not in line  # the same count: no confound

@@ -221,7 +221,8 @@ class Analyst:
         mean = float(np.mean(scores))
         if (mean > floors[system]) if higher else (mean < floors[system]):
             return ""
-        return (f"the baseline's mean test {task.primary_metric} ({mean:.2f} over {len(scores)} trained seeds) does "
+        seeds = f"{len(scores)} trained seed" + ("s" if len(scores) > 1 else "")
+        return (f"the baseline's mean test {task.primary_metric} ({mean:.2f} over {seeds}) does "
                 f"not clear the trivial floor {system} ({floors[system]:.2f})")
 
     def task(self, task: TaskEntry, descriptive_metrics: list[str]) -> TaskAnalysis:

@@ -234,7 +234,7 @@ def task_section(report: Report, found: TaskAnalysis, out_dir: Path) -> list[str
                   "not a second sample; not tested against each other): " + "; ".join(collapsed) + ".", ""]
     if found.comparisons:
         lines += [f"### Against {experiment.config.baseline_label} on {label(found.primary)} (the verdicts)", "",
-                  md_table(*comparison_rows(experiment, found)), ""]
+                  md_table(*comparison_rows(experiment, found)), "", *confound_lines(report, found)]
         lines += ["Other metrics, descriptive (difference [95% CI], no verdicts):", "",
                   md_table(*descriptive_rows(found, descriptive_metrics(task, is_text(task)))), ""]
     stem = plots.file_stem(task.key)
@@ -248,6 +248,21 @@ def task_section(report: Report, found: TaskAnalysis, out_dir: Path) -> list[str
     for title, png in figures:
         lines += [f"![{task.key}: {title}]({png.relative_to(out_dir).as_posix()})", ""]
     return lines
+
+
+def confound_lines(report: Report, found: TaskAnalysis) -> list[str]:
+    """Variants whose trainable parameter count differs from the baseline's: their verdicts compare capacity too."""
+    rows = report.frame[(report.frame.task == found.task.key) & report.frame.parameters.notna()]
+    counts = rows.groupby("variant").parameters.median()
+    baseline = counts.get(report.experiment.config.baseline_label)
+    if baseline is None or not baseline:
+        return []
+    differ = [f"{variant} {int(n - baseline):+,} ({(n - baseline) / baseline:+.1%})"
+              for variant, n in counts.items() if variant in found.comparisons and n != baseline]
+    if not differ:
+        return []
+    return [f"Parameter confounds (trainable parameters against {report.experiment.config.baseline_label}'s "
+            f"{int(baseline):,}): " + "; ".join(differ) + ". Their verdicts compare a change of capacity as well.", ""]
 
 
 def floor_lines(report: Report, found: TaskAnalysis) -> list[str]:
