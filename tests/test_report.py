@@ -505,3 +505,15 @@ def test_every_parameter_confound_is_labelled_under_the_verdicts(report, tmp_pat
     (line, _) = confound_lines(report, report.tasks[0])
     assert "against linear's 1,000" in line and "prenorm +1 (+0.1%)" in line
     assert "conv1d" not in line  # the same count: no confound
+
+
+def test_every_verdict_says_the_budget_it_holds_at(fake, tmp_path):
+    experiment, root = fake
+    text = build_report(experiment, root, tmp_path / "out", "zoo report fake")[0].read_text()
+    assert "Trained at 400 steps, each budget with its own schedule" in text
+    assert "### Against linear on exact match % at 400 steps (the verdicts)" in text
+    path = tmp_path / "fake.toml"  # a variant with its own budget is named, and the heading drops the budget
+    path.write_text(EXPERIMENT.replace('train = {warmup = 0}', 'train = {warmup = 0, steps = 800}'))
+    text = build_report(load_experiment(path), root, tmp_path / "out2", "zoo report fake")[0].read_text()
+    assert "Trained at 400 steps (linear's budget; warm at 800 steps)" in text
+    assert "### Against linear on exact match % (the verdicts)" in text

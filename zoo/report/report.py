@@ -217,11 +217,14 @@ def task_section(report: Report, found: TaskAnalysis, out_dir: Path) -> list[str
     analysis = experiment.config.analysis
     metrics = task_metrics(task, is_text(task))
     kind = "translation" if is_text(task) else "synthetic"
+    own, differ = budgets(experiment, task)
     lines = [f"## Task `{task.key}`", "",
              f"`{task.name}` ({kind}). Primary metric: **test {label(found.primary)}**; "
              + stall_rule(task, found.primary)
              + (f"; equivalence margin ±{task.margin:g}" if task.margin is not None else "; no equivalence margin")
-             + f". Baseline: **{experiment.config.baseline_label}**.", "",
+             + f". Baseline: **{experiment.config.baseline_label}**. Trained at {own}"
+             + (f" ({experiment.config.baseline_label}'s budget; {', '.join(differ)})" if differ else "")
+             + ", each budget with its own schedule: every verdict below holds at this budget only.", "",
              *floor_lines(report, found),
              "### Outcomes", "", md_table(*outcome_rows(experiment, found)), "",
              "### Quality (trained seeds only)", "",
@@ -233,7 +236,8 @@ def task_section(report: Report, found: TaskAnalysis, out_dir: Path) -> list[str
         lines += ["Bit-identical at every logged step and in every test output, for every seed (one set of numbers, "
                   "not a second sample; not tested against each other): " + "; ".join(collapsed) + ".", ""]
     if found.comparisons:
-        lines += [f"### Against {experiment.config.baseline_label} on {label(found.primary)} (the verdicts)", "",
+        lines += [f"### Against {experiment.config.baseline_label} on {label(found.primary)}"
+                  + ("" if differ else f" at {own}") + " (the verdicts)", "",
                   md_table(*comparison_rows(experiment, found)), "", *confound_lines(report, found)]
         lines += ["Other metrics, descriptive (difference [95% CI], no verdicts):", "",
                   md_table(*descriptive_rows(found, descriptive_metrics(task, is_text(task)))), ""]
@@ -263,6 +267,21 @@ def confound_lines(report: Report, found: TaskAnalysis) -> list[str]:
         return []
     return [f"Parameter confounds (trainable parameters against {report.experiment.config.baseline_label}'s "
             f"{int(baseline):,}): " + "; ".join(differ) + ". Their verdicts compare a change of capacity as well.", ""]
+
+
+def _budget(config) -> str:
+    """A training config's budget in words: what every verdict on the task is conditional on."""
+    parts = [f"{config.steps:,} steps" if config.steps else "", f"{config.epochs:g} epochs" if config.epochs else "",
+             f"{config.minutes:g} minutes" if config.minutes else ""]
+    return " / ".join(p for p in parts if p)
+
+
+def budgets(experiment: Experiment, task) -> tuple[str, list[str]]:
+    """The baseline's budget on `task` ('4,000 steps'), and 'variant at its budget' for every variant that differs."""
+    seed, baseline = experiment.config.seeds[0], experiment.config.baseline_label
+    own = _budget(experiment.train_config(task, seed, baseline))
+    others = {v.label: _budget(experiment.train_config(task, seed, v.label)) for v in experiment.config.variants}
+    return own, [f"{variant} at {b}" for variant, b in others.items() if b != own]
 
 
 def floor_lines(report: Report, found: TaskAnalysis) -> list[str]:
