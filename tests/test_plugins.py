@@ -1,0 +1,97 @@
+"""Plugins: a user's file, folder or module loads once, is fingerprinted, and every bad plugin is one line."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from zoo import plugins
+from zoo.plugins import PluginError, load, load_all
+from zoo.registry import registry
+
+FFN = """
+from torch import nn
+
+from zoo import register
+from zoo.components.ffn import FeedForward, FFNParams
+
+
+@register("ffn", "{name}", params=FFNParams)
+class Plugged(FeedForward):
+    def __init__(self, d_model, d_ff, params, dropout):
+        super().__init__(d_model, d_ff, params, dropout)
+        self.w = nn.Linear(d_model, d_model)
+
+    def forward(self, x):
+        return self.w(x)
+"""
+
+
+@pytest.fixture
+def plugin_file(tmp_path):
+    """Write a plugin registering ffn.<name>; every name it registered is removed afterwards."""
+    names = []
+
+    def write(name: str, body: str = FFN, file: str = "my_components.py"):
+        path = tmp_path / file
+        path.write_text(textwrap.dedent(body.format(name=name)))
+        names.append(name)
+        return path
+
+    yield write
+    for name in names:
+        if name in registry.names("ffn"):
+            registry.unregister("ffn", name)
+
+
+def test_a_plugin_file_registers_its_component_once(plugin_file):
+    path = plugin_file("plugged-once")
+    first = load(str(path))
+    assert "ffn.plugged-once" in registry.list("ffn.*")
+    assert load(str(path)) is first  # the second load is the first one's: no duplicate registration
+    assert first.version == "unversioned" and len(first.sha256) == 64
+    assert first in plugins.loaded()
+
+
+def test_a_relative_path_is_taken_from_the_given_folder(plugin_file, tmp_path, monkeypatch):
+    plugin_file("plugged-relative")
+    monkeypatch.chdir("/")
+    assert load("my_components.py", base=tmp_path).name == "my_components.py"
+    assert "ffn.plugged-relative" in registry.list("ffn.*")
+
+
+def test_the_fingerprint_follows_the_source(tmp_path):
+    path = tmp_path / "a.py"
+    path.write_text("x = 1\n")
+    before = plugins.fingerprint([path])
+    path.write_text("x = 2\n")
+    assert plugins.fingerprint([path]) != before
+
+
+def test_plugins_from_the_environment(plugin_file, monkeypatch):
+    path = plugin_file("plugged-env", file="env_plugin.py")
+    monkeypatch.setenv(plugins.ENV, str(path))
+    assert [p.name for p in load_all(entry_points=False)] == [str(path)]
+    assert "ffn.plugged-env" in registry.list("ffn.*")
+
+
+@pytest.mark.parametrize("body, message", [
+    ("raise RuntimeError('boom')\n", "importing it failed: RuntimeError: boom"),
+    ("def broken(:\n", "importing it failed: SyntaxError"),
+    ("import no_such_module_zzz\n", "importing it failed: ModuleNotFoundError"),
+    ("from zoo import register\n@register('ffn', 'linear')\nclass X:\n    pass\n", "ffn.linear is already registered"),
+    ("from zoo import register\n@register('ffn', 'plugged-wrong-base')\nclass X:\n    pass\n", "must derive from"),
+])
+def test_a_bad_plugin_is_one_line_naming_it(plugin_file, body, message):
+    path = plugin_file("unused", body=body, file="bad_plugin.py")
+    with pytest.raises(PluginError, match=message) as err:
+        load(str(path))
+    assert "bad_plugin.py" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_missing_plugins_are_one_line(tmp_path):
+    with pytest.raises(PluginError, match="does not exist"):
+        load(str(tmp_path / "absent.py"))
+    with pytest.raises(PluginError, match="cannot import it"):
+        load("no_such_package_zzz.ext")
