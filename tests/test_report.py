@@ -517,3 +517,18 @@ def test_every_verdict_says_the_budget_it_holds_at(fake, tmp_path):
     text = build_report(load_experiment(path), root, tmp_path / "out2", "zoo report fake")[0].read_text()
     assert "Trained at 400 steps (linear's budget; warm at 800 steps)" in text
     assert "### Against linear on exact match % (the verdicts)" in text
+
+
+def test_a_published_effect_inside_the_margin_is_not_testable_at_this_margin(fake, tmp_path):
+    """'Equivalent within ±5' must not read as 'no effect' for a claim of +2: the finding says it cannot be tested
+    at this margin, and how many seeds would test it."""
+    experiment, root = fake
+    finding = ('\n[[findings]]\nkind = "direction"\nvariant = "conv1d"\nexpect = "better"\n'
+               'claim = "conv1d is a little better"\nsource = "Small 2026"\neffect = 2.0\n')
+    path = tmp_path / "fake.toml"
+    path.write_text(EXPERIMENT + finding)
+    checks = analyse(load_experiment(path), root).checks
+    check = next(c for c in checks if c.finding.claim == "conv1d is a little better")
+    assert check.outcome == UNTESTABLE
+    assert "not testable at this margin: the published effect (+2) is within the task's ±5" in check.evidence
+    assert "seeds per arm would" in check.evidence

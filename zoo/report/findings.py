@@ -10,7 +10,10 @@ regime it needs (zoo/experiment/config.py: Finding, Regime). For every task it n
     inconclusive     the regime holds but neither: with the power this design had for the published effect,
                      and whether the published effect lies inside the (unadjusted) 1 - alpha interval
     not testable here  the regime does not hold (too few seeds, not converged or a budget the task declares
-                     below its plateau, more than one factor differs, no margin declared), with the reason
+                     below its plateau, more than one factor differs, no margin declared, a baseline below the
+                     task's trivial floor), with the reason; or a direction finding whose published effect lies
+                     within the task's equivalence margin is not significant ("not testable at this margin", with
+                     the seeds that would make it testable): "equivalent within ±1" must not read as "no effect"
 
 Same-function claims are answered by the equivalence check (weight transplant), not by training.
 """
@@ -28,7 +31,7 @@ from zoo.report import outcomes as oc
 from zoo.report.analysis import HIGHER_IS_BETTER, Analyst, Comparison, TaskAnalysis
 from zoo.report.collect import ReportError
 from zoo.report.equiv import Matrix
-from zoo.report.power import power_of
+from zoo.report.power import MAX_SEEDS, power_of, seeds_needed
 from zoo.report.stats import BETTER, FEW, WORSE
 from zoo.summary import diff
 
@@ -162,6 +165,14 @@ def _check_task(experiment: Experiment, analyst: Analyst, finding: Finding, foun
     return Check(finding, task.key, metric, INCONCLUSIVE, power, comparison=comparison)
 
 
+def _seeds_for(comparison: Comparison, effect: float, alpha: float) -> str:
+    """'N seeds per arm would detect it': from the comparison's own per-seed spread, at 80% power."""
+    base, other = comparison.per_seed
+    needed = seeds_needed(float(np.std(base, ddof=1)), float(np.std(other, ddof=1)), abs(effect), alpha)
+    return f"{needed} seeds per arm would detect it (80% power)" if needed is not None else \
+        f"more than {MAX_SEEDS} seeds per arm would be needed to detect it"
+
+
 def fmt_small_p(p: float) -> str:
     """3 significant digits, and '< 0.0001' below that: a p of 1e-78 (or 0, both arms constant over
     seeds) says no more than that."""
@@ -203,6 +214,12 @@ def settle(check_: Check, alpha: float) -> Check:
         said += f"; equivalent within ±{c.equivalence.margin:g}, smaller than the published effect"
     elif r.verdict == FEW:
         check_.outcome = UNTESTABLE
+    elif finding.kind == "direction" and c.equivalence is not None and finding.effect is not None \
+            and abs(finding.effect) <= c.equivalence.margin:
+        check_.outcome = UNTESTABLE
+        said += (f"; not testable at this margin: the published effect ({finding.effect:+g}) is within the task's "
+                 f"±{c.equivalence.margin:g}, so neither equivalence nor this design's power "
+                 f"(detectable: {c.mde:.3g}) can speak to it; {_seeds_for(c, finding.effect, alpha)}")
     else:
         said += f"; no difference larger than {c.mde:.3g} could be detected"
         if finding.effect is not None and not r.ci_low <= finding.effect <= r.ci_high:
