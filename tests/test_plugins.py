@@ -95,3 +95,72 @@ def test_missing_plugins_are_one_line(tmp_path):
         load(str(tmp_path / "absent.py"))
     with pytest.raises(PluginError, match="cannot import it"):
         load("no_such_package_zzz.ext")
+
+
+EXPERIMENT = """
+name = "plugged"
+seeds = [0]
+plugins = ["my_components.py"]
+shared = {d_model = 16, n_heads = 2, d_ff = 32, encoder_layers = 1, decoder_layers = 1}
+
+[[variants]]
+label = "plugged"
+base = "paper-base"
+set = {"ffn.kind" = "plugged-e2e"}
+
+[[tasks]]
+name = "copy"
+options = {symbols = 6, min_len = 2, max_len = 4, train_size = 100, valid_size = 10, test_size = 10}
+
+[train]
+steps = 4
+batch_tokens = 128
+warmup = 1
+eval_interval = 2
+eval_sentences = 10
+checkpoint_interval = 2
+device = "cpu"
+threads = 1
+"""
+
+
+def test_an_experiment_runs_with_its_plugin_and_goes_stale_when_the_plugin_changes(plugin_file, tmp_path):
+    from zoo.cli import main
+    from zoo.experiment import load_experiment, store
+    from zoo.experiment.runner import cell_state, cells
+
+    path = plugin_file("plugged-e2e")
+    (tmp_path / "exp.toml").write_text(EXPERIMENT)
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    assert main(["run", str(tmp_path / "exp.toml"), "--out", str(out), "--runs", str(runs), "--no-live"]) == 0
+    record = __import__("json").loads((out / "records" / "plugged" / "copy" / "seed-0.json").read_text())
+    assert record["status"] == "complete"
+    assert list(record["definition"]["plugins"]) == ["my_components.py"]
+    assert {"name": "my_components.py", "version": "unversioned"}.items() <= record["provenance"]["plugins"][0].items()
+
+    path.write_text(path.read_text() + "\n# edited\n")
+    plugins._loaded.clear()  # a new process: the edited plugin is what it loads
+    registry.unregister("ffn", "plugged-e2e")
+    experiment = load_experiment(tmp_path / "exp.toml")
+    (cell,) = cells(experiment, runs, out / "records")
+    state, changed = cell_state(cell, store.definition(experiment, "plugged", experiment.config.tasks[0], 0))
+    assert state == "stale" and any(c.startswith("plugins.my_components.py") for c in changed)
+
+
+def test_every_command_takes_plugins_and_a_bad_one_is_one_line(plugin_file, capsys):
+    from zoo.cli import main
+
+    path = plugin_file("plugged-cli")
+    assert main(["show", "paper-base", "--set", "ffn.kind=plugged-cli", "--plugin", str(path)]) == 0
+    assert main(["list", "ffn.*", "--plugin", str(path.parent / "absent.py")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "absent.py" in err and "does not exist" in err and len(err.splitlines()) == 1
+
+
+def test_a_builtin_cell_has_no_plugins_in_its_definition():
+    from pathlib import Path
+
+    from zoo.experiment import load_experiment, store
+
+    experiment = load_experiment(Path(__file__).resolve().parents[1] / "experiments" / "smoke.toml")
+    assert "plugins" not in store.definition(experiment, "post-norm", experiment.config.tasks[0], 0)

@@ -20,6 +20,7 @@ from zoo.build import build
 from zoo.config_io import parse_assignments
 from zoo.equivalence import equivalence
 from zoo.errors import ZooError
+from zoo.plugins import load_all
 from zoo.presets import preset_names
 from zoo.registry import registry
 from zoo.spec import ModelSpec, load_spec
@@ -180,12 +181,18 @@ def parser() -> argparse.ArgumentParser:
 
     add_commands(sub)
     add_experiment_commands(sub)
+    for command in sub.choices.values():  # every command sees a user's components as it sees zoo's own
+        command.add_argument("--plugin", metavar="PATH_OR_MODULE", action="append", default=[],
+                             help="load a plugin (a .py file, a folder with __init__.py, or a module) before "
+                             "anything is validated; repeatable. Also: $ZOO_PLUGINS, entry points in the group "
+                             "'zoo.plugins', an experiment file's `plugins`")
     return top
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        load_all(args.plugin)
         return args.run(args)
     except ZooError as err:
         errors.print(f"[bold red]zoo: error:[/bold red] {err}", highlight=False, soft_wrap=True)

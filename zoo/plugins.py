@@ -42,6 +42,7 @@ class PluginError(ZooError):
 @dataclass(frozen=True)
 class Plugin:
     name: str  # as the user gave it: a path or a module name
+    where: str  # how another process loads it: the resolved path, or the module name
     module: str  # the module it was imported as
     version: str  # of the installed distribution that provides it, else 'unversioned'
     sha256: str  # of its source files (see `files`)
@@ -134,7 +135,7 @@ def load(name: str, base: Path | None = None) -> Plugin:
     except Exception as err:  # noqa: BLE001 - any failure of user code at import is reported, in one line
         raise PluginError(f"plugin {name!r}: importing it failed: {type(err).__name__}: {err}") from None
     source = files(module)
-    plugin = Plugin(name, module.__name__, _version(module.__name__) if not _is_path(name) else "unversioned",
+    plugin = Plugin(name, key, module.__name__, _version(module.__name__) if not _is_path(name) else "unversioned",
                     fingerprint(source) if source else "")
     _loaded[key] = plugin
     return plugin
@@ -151,6 +152,14 @@ def load_all(names: Iterable[str] = (), base: Path | None = None, *, environment
         plugins += [load(part) for part in os.environ.get(ENV, "").split(os.pathsep) if part.strip()]
     plugins += [load(name, base) for name in names]
     return plugins
+
+
+def sources_of(modules: Iterable[str]) -> dict[str, str]:
+    """{plugin name: sha256 of its sources} for the loaded plugins that define any of `modules` (the modules
+    of the classes a run uses): what a cell's definition must include, so that editing them makes it stale."""
+    modules = set(modules)
+    return {p.name: p.sha256 for p in _loaded.values()
+            if any(m == p.module or m.startswith(p.module + ".") for m in modules)}
 
 
 def loaded() -> list[Plugin]:

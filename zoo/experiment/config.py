@@ -40,6 +40,7 @@ from zoo.data import TaskConfig, check_files
 from zoo.decode import MAX_RATIO
 from zoo.errors import DataError, SpecError, ZooError
 from zoo.experiment.store import check_name
+from zoo.plugins import PluginError, load_all
 from zoo.spec import ModelSpec, load_spec
 from zoo.train import TrainConfig, check_fits
 
@@ -225,6 +226,9 @@ class ExperimentConfig(BaseModel):
     baseline: str | None = Field(None, description="label of the variant others are compared against "
                                                    "(default: the first)")
     shared: dict[str, Any] = Field(default_factory=dict, description="spec overrides applied to every variant")
+    plugins: list[str] = Field(default_factory=list, description="plugin files, folders or modules to load before "
+                                                                 "the variants are validated (paths relative to "
+                                                                 "this file)")
     variants: list[Variant] = Field(min_length=1)
     tasks: list[TaskEntry] = Field(min_length=1)
     train: dict[str, Any] = Field(default_factory=dict, description="TrainConfig fields for every run")
@@ -324,6 +328,10 @@ def load_experiment(path: str | Path) -> Experiment:
     except ValidationError as err:
         raise ExperimentError(f"{path}: " + "; ".join(describe_error(e, ExperimentConfig)
                                                       for e in err.errors())) from None
+    try:
+        load_all(config.plugins, base=path.parent, environment=False, entry_points=False)
+    except PluginError as err:
+        raise ExperimentError(f"{path}: plugins: {err}") from None
     specs = {}
     for i, variant in enumerate(config.variants):
         try:

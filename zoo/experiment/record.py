@@ -94,25 +94,31 @@ def zoo_commit() -> str:
     return commit + ("+dirty" if dirty else "")
 
 
-def provenance(concurrent: int, commit: str = "") -> dict[str, Any]:
+def provenance(concurrent: int, commit: str = "", plugins: dict[str, str] | None = None) -> dict[str, Any]:
     """Where a record was made. `commit`: the code's commit when its grid started (a worker loads the
-    code once; commits made while a grid runs are not what it runs); looked up now when not given."""
+    code once; commits made while a grid runs are not what it runs); looked up now when not given.
+    `plugins`: the definition's plugins ({name: sha256}), recorded with their versions."""
     import torch
 
     from zoo import __version__
     from zoo.machine import cpu_model
+    from zoo.plugins import loaded
 
-    return {"zoo": __version__, "commit": commit or zoo_commit(), "torch": torch.__version__,
-            "python": platform.python_version(), "cpu": cpu_model(),
-            # the instruction set PyTorch's CPU kernels use: with the CPU model and torch, what decides the floats
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "concurrent_runs": concurrent,
-            "finished": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    where = {"zoo": __version__, "commit": commit or zoo_commit(), "torch": torch.__version__,
+             "python": platform.python_version(), "cpu": cpu_model(),
+             # the instruction set PyTorch's CPU kernels use: with the CPU model and torch, what decides the floats
+             "cpu_capability": torch.backends.cpu.get_cpu_capability(), "concurrent_runs": concurrent,
+             "finished": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if plugins:
+        where["plugins"] = [{"name": p.name, "version": p.version, "sha256": p.sha256} for p in loaded()
+                            if p.name in plugins]
+    return where
 
 
 def base(cell: dict[str, Any], definition: dict[str, Any], digest: str, concurrent: int,
          commit: str = "") -> dict[str, Any]:
     return {"format": FORMAT, "cell": cell, "definition": definition, "definition_digest": digest,
-            "provenance": provenance(concurrent, commit)}
+            "provenance": provenance(concurrent, commit, definition.get("plugins"))}
 
 
 def from_run(run_dir: Path, head: dict[str, Any]) -> dict[str, Any]:

@@ -39,6 +39,8 @@ from zoo import rundir
 from zoo.errors import ZooError
 from zoo.experiment import record as records
 from zoo.experiment import store
+from zoo.plugins import PluginError, load_all
+from zoo.plugins import loaded as loaded_plugins
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class Cell:
     concurrent: int = 1  # runs sharing the machine with this one (recorded as provenance)
     commit: str = ""  # the code's commit when the grid started (recorded as provenance)
     reuse: str = ""  # another experiment's record of the same definition, copied instead of training
+    plugins: tuple[str, ...] = ()  # the plugins the parent loaded (zoo/plugins.py), loaded again by a worker
 
     @property
     def name(self) -> str:
@@ -83,8 +86,9 @@ def cells(experiment, runs_root: Path, records_root: Path, concurrent: int = 1, 
     seeds = {seed: i for i, seed in enumerate(experiment.config.seeds)}
     tasks = {task.key: i for i, task in enumerate(experiment.config.tasks)}
     ordered = sorted(experiment.grid(), key=lambda cell: (tasks[cell[1].key], seeds[cell[2]]))  # stable: variants
+    plugins = tuple(plugin.where for plugin in loaded_plugins())
     return [Cell(str(experiment.path.resolve()), experiment.name, variant, task.key, seed, runs, kept, concurrent,
-                 commit) for variant, task, seed in ordered]
+                 commit, plugins=plugins) for variant, task, seed in ordered]
 
 
 def read_record(path: Path) -> dict | None:
@@ -212,6 +216,7 @@ def execute(cell: Cell, threads: int | None = None, wait: bool = False) -> tuple
     failed | locked (another process holds the cell and `wait` is False)."""
     lock = cell.lock
     try:
+        load_all(cell.plugins, environment=False)  # a worker process starts without the parent's plugins
         if not lock.acquire(blocking=wait):
             return "locked", f"held by another zoo run (pid {lock.holder()})"
         return _run_cell(cell, threads), ""
@@ -327,9 +332,22 @@ def _ray(grid: list[Cell], address: str | None, threads: int, results: dict[str,
     except ImportError:
         raise ZooError("executor: 'ray' needs the ray extra: pip install '.[ray]'") from None
     ray.init(address=address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
+    plugins = grid[0].plugins if grid else ()
+    problem = ray.get(ray.remote(num_cpus=threads)(_load_plugins).remote(plugins)) if plugins else ""
+    if problem:  # before any cell starts: nothing trains with a plugin missing
+        raise PluginError(f"on a Ray worker: {problem}")
     remote = ray.remote(num_cpus=threads)(execute)
     for cell, outcome in zip(grid, ray.get([remote.remote(cell, threads, True) for cell in grid])):
         results[cell.name] = outcome
+
+
+def _load_plugins(plugins: tuple[str, ...]) -> str:
+    """Load the plugins in a worker; the reason they cannot be loaded there, or ''."""
+    try:
+        load_all(plugins, environment=False)
+    except PluginError as err:
+        return str(err)
+    return ""
 
 
 def plan(experiment, grid: list[Cell]) -> dict[str, list[str]]:

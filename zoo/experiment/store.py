@@ -100,14 +100,22 @@ def data_fingerprint(task_config) -> dict[str, str] | None:
 def definition(experiment, variant: str, task, seed: int) -> dict[str, Any]:
     """What decides the numbers of cell (variant, task, seed); see the module docstring. The data
     folder's location is not part of it (the same files elsewhere are the same data)."""
+    from zoo.plugins import sources_of
+    from zoo.spec import SLOTS
+
     task_config = experiment.task_config(task)
-    return {
-        "spec": experiment.specs[variant].model_dump(mode="json", exclude={"name", "description", "notes"}),
+    spec = experiment.specs[variant]
+    defined = {
+        "spec": spec.model_dump(mode="json", exclude={"name", "description", "notes"}),
         "task": task_config.model_dump(mode="json", exclude={"data_dir"}),
         "data": data_fingerprint(task_config),
         "train": experiment.train_config(task, seed, variant).model_dump(mode="json"),
         "decode": experiment.config.decode.model_dump(mode="json"),
     }
+    plugins = sources_of(spec.impl(slot).__module__ for slot in SLOTS)
+    if plugins:  # only then: a cell made of zoo's own components keeps the definition (and digest) it always had
+        defined["plugins"] = plugins
+    return defined
 
 
 def digest(value: dict[str, Any]) -> str:
