@@ -27,8 +27,6 @@ TINY = {
     "tgt_vocab": VOCAB,
 }
 
-# Slots whose implementations are nn.Modules inside the model (mask and init are not).
-MODULE_SLOTS = ("attention", "ffn", "norm", "residual", "positional", "output", "embedding")
 
 
 def make_tiny(name: str = "paper-base", **overrides) -> zoo.ModelSpec:

@@ -12,9 +12,8 @@ from torch import nn
 
 import zoo
 from zoo.registry import registry
+from zoo.testing import MODULE_SLOTS, contracts_for, tiny_spec
 
-MODULE_SLOTS = ("attention", "ffn", "norm", "residual", "positional", "output", "embedding")
-MODULE_ENTRIES = [e for e in registry.entries() if e.slot in MODULE_SLOTS]
 ALL_ENTRIES = registry.entries()
 
 
@@ -28,110 +27,20 @@ def swapped(tiny, slot: str, name: str) -> zoo.ModelSpec:
     return tiny(**{f"{slot}.{registry.slot(slot).key}": name})
 
 
-def full_batch(spec, batch=3, length=6, seed=0):
-    """(src, tgt_in) without padding in the target (so every position can be tested for causality)."""
-    generator = torch.Generator().manual_seed(seed)
-    src = torch.randint(1, spec.src_vocab, (batch, length + 1), generator=generator)
-    src[1:, -2:] = spec.pad_id  # some source padding
-    tgt_in = torch.randint(1, spec.tgt_vocab, (batch, length), generator=generator)
-    return src, tgt_in
+# -- the contracts every entry keeps (zoo/testing.py; `zoo check` runs them on a user's entry) ---------
+CASES = [(entry, contract) for entry in ALL_ENTRIES for contract in contracts_for(entry)]
 
 
-@pytest.fixture(params=MODULE_ENTRIES, ids=[e.qualified for e in MODULE_ENTRIES])
-def component_spec(request, tiny):
-    entry = request.param
-    return entry, swapped(tiny, entry.slot, entry.name)
+@pytest.mark.parametrize("entry, contract", CASES, ids=[f"{e.qualified}:{c.name}" for e, c in CASES])
+def test_component_contract(entry, contract):
+    contract.check(entry, tiny_spec(entry))
 
 
-def test_component_is_swapped_in(component_spec):
-    entry, spec = component_spec
-    model = zoo.build(spec, seed=0)
-    instances = [m for m in model.modules() if type(m) is entry.impl]
-    assert instances, f"no {entry.impl.__name__} in the model"
-
-
-def test_output_shape(component_spec, batch):
-    entry, spec = component_spec
-    model = zoo.build(spec, seed=0).eval()
-    src, tgt_in = batch(spec)
-    with torch.no_grad():
-        scores = model(src, tgt_in)
-    assert scores.shape == (tgt_in.shape[0], tgt_in.shape[1], spec.tgt_vocab)
-    assert scores.dtype == torch.float32
-    log_probs = model.log_probs(scores)
-    real = tgt_in.ne(spec.pad_id)
-    assert torch.isfinite(log_probs[real]).all()
-    # log-probabilities normalise
-    torch.testing.assert_close(log_probs[real].exp().sum(-1), torch.ones(int(real.sum())), atol=1e-4, rtol=0)
-    memory = model.encode(src)
-    assert memory.shape == (*src.shape, spec.d_model)
-    with torch.no_grad():
-        torch.testing.assert_close(model.decode(tgt_in, memory, src), scores)
-
-
-def test_backward_gives_finite_gradients(component_spec, batch):
-    entry, spec = component_spec
-    model = zoo.build(spec, seed=0).train()
-    src, tgt_in = batch(spec)
-    generator = torch.Generator().manual_seed(1)
-    targets = torch.randint(1, spec.tgt_vocab, tgt_in.shape, generator=generator)
-    log_probs = model.log_probs(model(src, tgt_in))
-    real = tgt_in.ne(spec.pad_id)
-    loss = F.nll_loss(log_probs[real], targets[real])
-    assert torch.isfinite(loss)
-    loss.backward()
-    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    assert trainable
-    for name, param in trainable:
-        assert param.grad is not None, f"{name} got no gradient"
-        assert torch.isfinite(param.grad).all(), f"{name} has a non-finite gradient"
-    assert any(param.grad.abs().sum() > 0 for _, param in trainable)
-
-
-def test_decoder_is_causal(component_spec):
-    entry, spec = component_spec
-    model = zoo.build(spec, seed=0).eval()
-    src, tgt_in = full_batch(spec)
-    length = tgt_in.shape[1]
-    with torch.no_grad():
-        before = model(src, tgt_in)
-        for t in range(length):
-            changed = tgt_in.clone()
-            changed[:, t] = changed[:, t] % (spec.tgt_vocab - 1) + 1  # another non-pad token
-            assert not torch.equal(changed, tgt_in)
-            after = model(src, changed)
-            torch.testing.assert_close(after[:, :t], before[:, :t], atol=1e-6, rtol=1e-6)
-            assert not torch.allclose(after[:, t], before[:, t]), f"position {t} ignores its own input"
-
-
-# -- build determinism -------------------------------------------------------------------------------
-def _state(model):
-    return {k: v.clone() for k, v in model.state_dict().items()}
-
-
-@pytest.mark.parametrize("entry", ALL_ENTRIES, ids=[e.qualified for e in ALL_ENTRIES])
-def test_build_is_deterministic_per_seed(tiny, batch, entry):
-    spec = swapped(tiny, entry.slot, entry.name)
-    rng_before = torch.get_rng_state()
-    first, second, other = zoo.build(spec, seed=0), zoo.build(spec, seed=0), zoo.build(spec, seed=1)
-    assert torch.equal(torch.get_rng_state(), rng_before), "build must leave the global RNG alone"
-    assert first.seed == 0 and other.seed == 1
-
-    state_a, state_b, state_c = _state(first), _state(second), _state(other)
-    assert state_a.keys() == state_b.keys() == state_c.keys()
-    for key in state_a:
-        assert torch.equal(state_a[key], state_b[key]), key
-    random_weights = [k for k, v in state_a.items() if v.dim() > 1 and v.is_floating_point()]
-    assert random_weights
-    for key in random_weights:
-        assert not torch.equal(state_a[key], state_c[key]), f"{key} does not depend on the seed"
-
-    src, tgt_in = batch(spec)
-    with torch.no_grad():
-        out_a, out_b = first.eval()(src, tgt_in), second.eval()(src, tgt_in)
-        out_c = other.eval()(src, tgt_in)
-    assert torch.equal(out_a, out_b)
-    assert not torch.allclose(out_a, out_c)
+def test_every_module_entry_gets_every_module_contract():
+    names = {c.name for c in contracts_for(registry.get("ffn", "linear"))}
+    assert names == {"swapped-in", "shapes", "gradients", "causal", "padded-rows", "deterministic", "incremental",
+                     "transplant"}
+    assert "swapped-in" not in {c.name for c in contracts_for(registry.get("mask", "bool-keep"))}
 
 
 @pytest.mark.parametrize("init", registry.names("init"))

@@ -138,6 +138,34 @@ def cmd_equiv(args: argparse.Namespace) -> int:
     return 0 if verdict.equivalent else 1
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """Run the component contracts (zoo/testing.py) on registered entries or on what a plugin registers."""
+    from zoo.plugins import load
+    from zoo.testing import check, contracts_for
+
+    pattern = "*" in args.target or args.target.split(".")[0] in registry.slots()
+    entries = registry.entries(args.target) if pattern else []
+    if not pattern:
+        module = load(args.target).module  # a plugin path or module: check what it registers
+        entries = [e for e in registry.entries() if e.impl.__module__.split(".")[0] == module.split(".")[0]]
+    if not entries:
+        raise ZooError(f"check: {args.target!r} matches no registered component (a 'slot.name' pattern such as "
+                       "'ffn.*', or a plugin that registers components)")
+    failed = 0
+    for entry in entries:
+        with console.status(f"checking {entry.qualified}..."):
+            failures = check(entry)
+        failed += bool(failures)
+        if not failures:
+            console.print(f"{entry.qualified}: passed {len(contracts_for(entry))} contracts", markup=False,
+                          highlight=False)
+        for contract, reason in failures:
+            console.print(f"{entry.qualified}: {contract} FAILED: {reason}", markup=False, highlight=False,
+                          soft_wrap=True)
+    console.print(f"{len(entries) - failed} of {len(entries)} components keep every contract", markup=False)
+    return 1 if failed else 0
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     print(json.dumps(ModelSpec.model_json_schema(), indent=2))
     return 0
@@ -172,6 +200,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tolerance", type=float, default=1e-5, help="largest log-probability difference (default 1e-5)")
     p.set_defaults(run=cmd_equiv)
+
+    p = sub.add_parser("check", help="run the component contracts on registered components or a plugin's",
+                       description="Run the contracts every zoo component keeps (shapes and dtypes, gradients, "
+                       "causality, fully padded rows, determinism under a seed, cached = full decoding, transplant "
+                       "round trip) on TARGET: a 'slot.name' pattern ('ffn.*', 'attention.sdpa') or a plugin (a .py "
+                       "file, folder or module), whose components are checked. One line per failure; exit 1 if any "
+                       "contract fails.")
+    p.add_argument("target", metavar="COMPONENT_OR_PLUGIN")
+    p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("schema", help="print the JSON schema of a model spec")
     p.set_defaults(run=cmd_schema)

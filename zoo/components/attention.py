@@ -224,6 +224,7 @@ class ProjectedAttention(Attention):
 
     def canonical_state(self) -> dict[str, Tensor]:
         state = dict(self.in_proj.canonical_state())
+        state.update({n: p for n, p in self._parameters.items() if p is not None})  # a subclass's own (QK-norm's g)
         state.update({f"o.{n}": p for n, p in self.o.named_parameters()})
         if self.unused is not None:
             state.update({f"unused.{n}": p for n, p in self.unused.named_parameters()})

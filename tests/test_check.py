@@ -1,0 +1,58 @@
+"""`zoo check`: the component contracts on built-in entries and on a user's plugin, one line per failure."""
+
+from __future__ import annotations
+
+import pytest
+
+from zoo.cli import main
+from zoo.registry import registry
+
+LEAKY = """
+from zoo import register
+from zoo.components.ffn import FeedForward, FFNParams
+
+
+@register("ffn", "leaky-check", params=FFNParams)
+class Leaky(FeedForward):
+    \"\"\"Adds the mean over all positions: every position sees the future, so the decoder is not causal.\"\"\"
+
+    def __init__(self, d_model, d_ff, params, dropout):
+        super().__init__(d_model, d_ff, params, dropout)
+        from torch import nn
+        self.w = nn.Linear(d_model, d_model)
+
+    def forward(self, x):
+        return self.w(x + x.mean(dim=1, keepdim=True))
+"""
+
+
+def test_built_in_entries_keep_every_contract(capsys):
+    assert main(["check", "norm.*"]) == 0
+    out = capsys.readouterr().out
+    assert "norm.layernorm: passed" in out and "FAILED" not in out
+
+
+def test_a_broken_plugin_fails_with_one_line_per_contract(tmp_path, capsys):
+    path = tmp_path / "leaky.py"
+    path.write_text(LEAKY)
+    try:
+        assert main(["check", str(path)]) == 1
+        lines = capsys.readouterr().out.splitlines()
+        failed = [line for line in lines if "FAILED" in line]
+        assert failed and all(line.startswith("ffn.leaky-check: ") for line in failed)
+        assert any("causal FAILED: positions before" in line for line in failed)
+        assert lines[-1] == "0 of 1 components keep every contract"
+    finally:
+        registry.unregister("ffn", "leaky-check")
+
+
+def test_a_target_that_is_neither_a_component_nor_a_plugin_is_one_line(tmp_path, capsys):
+    assert main(["check", str(tmp_path / "absent.py")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target", ["nosuchslot.*", "ffn.nosuchname"])
+def test_a_pattern_matching_nothing_is_one_line(target, capsys):
+    assert main(["check", target]) == 2
+    err = capsys.readouterr().err
+    assert "matches no registered component" in err and len(err.strip().splitlines()) == 1

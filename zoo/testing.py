@@ -1,0 +1,203 @@
+"""Contract tests: what every registered component must do, runnable on a user's own entry.
+
+zoo's own test suite parametrises these over the registry (tests/test_components.py), and
+`zoo check COMPONENT_OR_PLUGIN` runs them on a user's entry, so a plugin's component is held to the
+same standard as the built-ins. Each contract builds a tiny paper-base model with the entry swapped
+into its slot and raises AssertionError saying what is wrong:
+
+    swapped-in        the entry's class is in the model built from the spec
+    shapes            (B, T, V) float32 scores, finite normalised log-probabilities, encode/decode agree
+    gradients         a loss on the scores gives every trainable parameter a finite gradient
+    causal            a decoder position sees no later target token, and does see its own
+    padded-rows       a fully padded source row leaves every other row's scores unchanged, and finite
+    deterministic     the same seed builds the same weights and outputs; another seed, other ones; the
+                      global RNG is left alone
+    incremental       step-by-step decoding with a cache equals full decoding (every module entry; an
+                      attention entry only where it declares supports_incremental)
+    transplant        weights transplanted into a fresh build of the same spec give the same outputs
+
+Mask and init entries are not modules inside the model: they get the contracts that apply to a whole
+model (shapes, gradients, causal, padded-rows, deterministic).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zoo.build import build
+from zoo.equivalence import genericize, random_batch, transplant
+from zoo.registry import Entry, registry
+from zoo.spec import ModelSpec, load_spec
+
+TINY = {"d_model": 32, "n_heads": 4, "d_ff": 64, "encoder_layers": 2, "decoder_layers": 2,
+        "src_vocab": 40, "tgt_vocab": 40}
+MODULE_SLOTS = ("attention", "ffn", "norm", "residual", "positional", "output", "embedding")
+TOLERANCE = 1e-5
+
+
+def tiny_spec(entry: Entry) -> ModelSpec:
+    """paper-base at tiny sizes with `entry` in its slot."""
+    return load_spec("paper-base", {**TINY, f"{entry.slot}.{registry.slot(entry.slot).key}": entry.name})
+
+
+def _batch(spec: ModelSpec, seed: int = 0, fully_padded_rows: bool = False):
+    return random_batch(spec, torch.Generator().manual_seed(seed), batch=4, max_len=7,
+                        fully_padded_rows=fully_padded_rows)
+
+
+def swapped_in(entry: Entry, spec: ModelSpec) -> None:
+    model = build(spec, seed=0)
+    assert any(type(m) is entry.impl for m in model.modules()), f"no {entry.impl.__name__} in the built model"
+
+
+def shapes(entry: Entry, spec: ModelSpec) -> None:
+    model = build(spec, seed=0).eval()
+    src, tgt_in = _batch(spec)
+    with torch.no_grad():
+        scores = model(src, tgt_in)
+        assert scores.shape == (*tgt_in.shape, spec.tgt_vocab), f"scores {tuple(scores.shape)}, expected " \
+                                                                 f"{(*tgt_in.shape, spec.tgt_vocab)}"
+        assert scores.dtype == torch.float32, f"scores are {scores.dtype}, expected torch.float32"
+        real = tgt_in.ne(spec.pad_id)
+        log_probs = model.log_probs(scores)[real]
+        assert torch.isfinite(log_probs).all(), "non-finite log-probabilities at real target positions"
+        assert (log_probs.exp().sum(-1) - 1).abs().max() < 1e-4, "log-probabilities do not normalise"
+        memory = model.encode(src)
+        assert memory.shape == (*src.shape, spec.d_model), f"memory {tuple(memory.shape)}"
+        assert torch.allclose(model.decode(tgt_in, memory, src), scores, atol=1e-6), "decode(encode) != forward"
+
+
+def gradients(entry: Entry, spec: ModelSpec) -> None:
+    model = build(spec, seed=0).train()
+    src, tgt_in = _batch(spec)
+    targets = torch.randint(1, spec.tgt_vocab, tgt_in.shape, generator=torch.Generator().manual_seed(1))
+    real = tgt_in.ne(spec.pad_id)
+    loss = F.nll_loss(model.log_probs(model(src, tgt_in))[real], targets[real])
+    assert torch.isfinite(loss), "the loss is not finite"
+    loss.backward()
+    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    missing = [n for n, p in trainable if p.grad is None]
+    assert not missing, f"no gradient reaches {', '.join(missing[:3])}"
+    broken = [n for n, p in trainable if not torch.isfinite(p.grad).all()]
+    assert not broken, f"non-finite gradient in {', '.join(broken[:3])}"
+
+
+def causal(entry: Entry, spec: ModelSpec) -> None:
+    model = build(spec, seed=0).eval()
+    generator = torch.Generator().manual_seed(0)
+    src = torch.randint(1, spec.src_vocab, (3, 7), generator=generator)
+    tgt_in = torch.randint(1, spec.tgt_vocab, (3, 6), generator=generator)
+    with torch.no_grad():
+        before = model(src, tgt_in)
+        for t in range(tgt_in.shape[1]):
+            changed = tgt_in.clone()
+            changed[:, t] = changed[:, t] % (spec.tgt_vocab - 1) + 1  # another non-pad token
+            after = model(src, changed)
+            assert torch.allclose(after[:, :t], before[:, :t], atol=1e-6, rtol=1e-6), \
+                f"positions before {t} see the token at {t}"
+            assert not torch.allclose(after[:, t], before[:, t]), f"position {t} ignores its own input"
+
+
+def padded_rows(entry: Entry, spec: ModelSpec) -> None:
+    model = build(spec, seed=0).eval()
+    src, tgt_in = _batch(spec, seed=2)
+    padded = src.clone()
+    padded[-1] = spec.pad_id  # the last source row: all padding
+    with torch.no_grad():
+        ordinary, with_padded = model(src, tgt_in), model(padded, tgt_in)
+    assert torch.allclose(with_padded[:-1], ordinary[:-1], atol=1e-6), "a fully padded row changes other rows"
+    real = tgt_in[:-1].ne(spec.pad_id)
+    assert torch.isfinite(with_padded[:-1][real]).all(), "non-finite scores beside a fully padded row"
+
+
+def _state(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def deterministic(entry: Entry, spec: ModelSpec) -> None:
+    rng = torch.get_rng_state()
+    first, second, other = build(spec, seed=0), build(spec, seed=0), build(spec, seed=1)
+    assert torch.equal(torch.get_rng_state(), rng), "building changed the global RNG"
+    a, b, c = _state(first), _state(second), _state(other)
+    different = [k for k in a if not torch.equal(a[k], b[k])]
+    assert not different, f"the same seed builds different {', '.join(different[:3])}"
+    weights = [k for k, v in a.items() if v.dim() > 1 and v.is_floating_point()]
+    constant = [k for k in weights if torch.equal(a[k], c[k])]
+    assert weights and not constant, f"{', '.join(constant[:3]) or 'no weight'} does not depend on the seed"
+    src, tgt_in = _batch(spec)
+    with torch.no_grad():
+        assert torch.equal(first.eval()(src, tgt_in), second.eval()(src, tgt_in)), "same seed, other outputs"
+
+
+def incremental(entry: Entry, spec: ModelSpec) -> None:
+    model = build(spec, seed=0)
+    genericize(model, torch.Generator().manual_seed(0))  # norm-free residuals (ReZero) grow with depth
+    model.eval()
+    src, tgt_in = _batch(spec, seed=1)
+    tgt_in = tgt_in.masked_fill(tgt_in.eq(spec.pad_id), 5)  # generated prefixes hold no padding
+    with torch.no_grad():
+        full = model.log_probs(model(src, tgt_in))
+        memory, state = model.encode(src), model.start_decoding()
+        steps = [model.log_probs(model.decode_step(tgt_in[:, : t + 1], memory, src, state))
+                 for t in range(tgt_in.size(1))]
+    gap = (full - torch.cat(steps, dim=1)).abs().max().item()
+    assert gap <= TOLERANCE, f"cached step-by-step decoding differs from full decoding by {gap:.2g}"
+
+
+def transplanted(entry: Entry, spec: ModelSpec) -> None:
+    model = build(spec, seed=0)
+    genericize(model, torch.Generator().manual_seed(0))
+    copy = transplant(model, spec)
+    src, tgt_in = _batch(spec, seed=3)
+    with torch.no_grad():
+        gap = (model.eval()(src, tgt_in) - copy.eval()(src, tgt_in)).abs().max().item()
+    assert gap <= TOLERANCE, f"a transplant into the same spec changes the outputs by {gap:.2g}"
+
+
+@dataclass(frozen=True)
+class Contract:
+    name: str
+    check: Callable[[Entry, ModelSpec], None]
+    applies: Callable[[Entry], bool]
+
+
+def _module(entry: Entry) -> bool:
+    return entry.slot in MODULE_SLOTS
+
+
+CONTRACTS = (
+    Contract("swapped-in", swapped_in, _module),
+    Contract("shapes", shapes, lambda e: True),
+    Contract("gradients", gradients, lambda e: True),
+    Contract("causal", causal, lambda e: True),
+    Contract("padded-rows", padded_rows, lambda e: True),
+    Contract("deterministic", deterministic, lambda e: True),
+    Contract("incremental", incremental, lambda e: _module(e) and getattr(e.impl, "supports_incremental", True)),
+    Contract("transplant", transplanted, lambda e: True),
+)
+
+
+def contracts_for(entry: Entry) -> list[Contract]:
+    return [c for c in CONTRACTS if c.applies(entry)]
+
+
+def check(entry: Entry) -> list[tuple[str, str]]:
+    """Run every contract that applies to `entry`: [(contract, what failed)], empty when it passes all."""
+    try:
+        spec = tiny_spec(entry)
+    except Exception as err:  # noqa: BLE001 - a spec the entry cannot be part of is itself a failure
+        return [("spec", f"{type(err).__name__}: {err}")]
+    failures = []
+    for contract in contracts_for(entry):
+        try:
+            contract.check(entry, spec)
+        except AssertionError as err:
+            failures.append((contract.name, str(err) or "assertion failed"))
+        except Exception as err:  # noqa: BLE001 - a crash is a failed contract, reported, not raised
+            failures.append((contract.name, f"{type(err).__name__}: {err}"))
+    return failures
