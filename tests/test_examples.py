@@ -1,13 +1,25 @@
-"""The README's "adding a component" example registers and builds without touching the core."""
+"""The examples plugin package: its component registers and builds without touching the core, and installed in
+a fresh virtual environment it runs through `zoo run`, whose cells go stale when the plugin is edited."""
 
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 import torch
 
 import zoo
 from zoo.registry import registry
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def test_glu_example_registers_and_trains():
-    import examples.glu_ffn  # noqa: F401  (registers ffn.glu)
+    from zoo.plugins import load
+
+    load(str(ROOT / "examples" / "zoo_examples"))  # registers ffn.glu
 
     try:
         assert "ffn.glu" in registry.list("ffn.*")
@@ -22,3 +34,37 @@ def test_glu_example_registers_and_trains():
             + spec.encoder_layers * (16 * 24 + 24) + spec.decoder_layers * (16 * 24 + 24)
     finally:
         registry.unregister("ffn", "glu")
+
+
+@pytest.mark.slow
+def test_the_installed_plugin_runs_through_zoo_run_and_its_edits_make_cells_stale(tmp_path):
+    """A user's view: a fresh virtual environment beside zoo, `pip install` the plugin package, `zoo run` an
+    experiment that uses its component (loaded by the package's entry point), edit the plugin, and the dry run
+    says those cells are stale while the built-in ones stay recorded."""
+    package = shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "-e",
+                    str(package)], check=True, capture_output=True)
+    experiment = (package / "experiments" / "glu.toml").read_text()
+    experiment = experiment.replace('plugins = ["../zoo_examples"]\n', "").replace("steps = 300", "steps = 20")
+    path = tmp_path / "glu.toml"
+    path.write_text(experiment.replace("seeds = [0, 1, 2]", "seeds = [0]"))
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    zoo = [python, "-m", "zoo"]
+    listed = subprocess.run(zoo + ["list", "ffn.*"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert "glu" in listed.stdout, listed.stderr
+    run = subprocess.run(zoo + ["run", str(path), "--out", str(tmp_path / "out"), "--runs", str(tmp_path / "runs"),
+                                "--no-live"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "out" / "records" / "geglu-plugin" / "copy" / "seed-0.json").is_file()
+
+    plugin = package / "zoo_examples" / "glu_ffn.py"
+    plugin.write_text(plugin.read_text() + "\n# edited by the user\n")
+    dry = subprocess.run(zoo + ["run", str(path), "--out", str(tmp_path / "out"), "--runs", str(tmp_path / "runs"),
+                                "--dry-run"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    row = next(line for line in dry.stdout.splitlines() if "copy" in line)
+    cells = [int(x) for x in row.replace("│", " ").split() if x.isdigit()]
+    assert cells[:4] == [2, 1, 0, 1]  # cells, recorded (relu), copied, stale (the plugin's variant)

@@ -96,6 +96,9 @@ def _import_path(name: str, base: Path | None) -> tuple[str, ModuleType]:
     target = path / "__init__.py" if path.is_dir() else path
     if not target.is_file():
         raise PluginError(f"plugin {name!r}: {path} is neither a .py file nor a folder with __init__.py")
+    for module in list(sys.modules.values()):  # already imported another way (an installed package's entry point)
+        if getattr(module, "__file__", None) == str(target):
+            return str(path), module
     tag = hashlib.sha256(str(path).encode()).hexdigest()[:12]
     module_name = f"zoo_plugin_{tag}_{path.stem.replace('-', '_')}"
     spec = importlib.util.spec_from_file_location(module_name, target,

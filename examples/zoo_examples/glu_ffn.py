@@ -1,6 +1,6 @@
 """A new feed-forward variant in one file: GLU (Shazeer 2020), gated by the configured activation.
 
-    import examples.glu_ffn  # registers ffn.glu
+    pip install ./examples     # registers ffn.glu in every zoo command (entry point zoo.plugins)
     zoo.build(zoo.load_spec("paper-base", {"ffn.kind": "glu", "ffn.activation": "gelu"}))  # GeGLU
 """
 
