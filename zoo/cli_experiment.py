@@ -121,6 +121,27 @@ def cmd_floors(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- zoo export ------------------------------------------------------------------------------------
+def cmd_export(args: argparse.Namespace) -> int:
+    from zoo.export import ExportError, to_mlflow, to_tensorboard
+
+    tracker, *where = args.to
+    if tracker not in ("tensorboard", "mlflow") or len(where) > 1 or (tracker == "tensorboard" and not where):
+        raise ExportError(f"--to: {' '.join(args.to)!r}: give 'tensorboard DIR' or 'mlflow [URI]'")
+    experiment = load_experiment(args.experiment)
+    _, out = _places(args, experiment)
+    with errors.status(f"exporting {experiment.name}'s records to {tracker}..."):
+        if tracker == "tensorboard":
+            runs = to_tensorboard(experiment, out / RECORDS, Path(where[0]))
+            said = f"{len(runs)} TensorBoard runs in {where[0]}: tensorboard --logdir {where[0]}"
+        else:
+            uri, parent = to_mlflow(experiment, out / RECORDS, out, where[0] if where else None)
+            said = (f"MLflow experiment {experiment.name!r}, parent run {parent}, at {uri}: "
+                    f"mlflow ui --backend-store-uri {uri}")
+    console.print(said, markup=False, highlight=False, soft_wrap=True)
+    return 0
+
+
 # -- zoo report ------------------------------------------------------------------------------------
 def _report_command(args: argparse.Namespace) -> str:
     """The command as it would be typed again, written into the report."""
@@ -232,6 +253,19 @@ def add_commands(sub) -> None:
                        "trains; a report gives no verdicts on a task whose baseline does not clear its floor.")
     _experiment_arguments(p)
     p.set_defaults(run=cmd_floors)
+
+    p = sub.add_parser("export", help="export an experiment's records to TensorBoard or MLflow (nothing trains)",
+                       description="Write what EXPERIMENT's records hold (OUT/records) into a tracker. "
+                       "'--to tensorboard DIR': a run per cell with every logged curve and an HParams row (the "
+                       "fields that differ from the baseline, the final test metrics), and per variant and task the "
+                       "mean curve with its seed band. '--to mlflow [URI]' (default: ./mlruns, a local file store): "
+                       "a parent run per experiment with report.md, results.csv and plots as artifacts, and a nested "
+                       "run per cell with the flattened spec and training config as params, the curves as metrics, "
+                       "the definition digest, zoo commit and status as tags. Needs the extra: pip install "
+                       "'zoo[tensorboard]' or 'zoo[mlflow]'.")
+    _experiment_arguments(p)
+    p.add_argument("--to", nargs="+", required=True, metavar="TRACKER", help="tensorboard DIR | mlflow [URI]")
+    p.set_defaults(run=cmd_export)
 
     p = sub.add_parser("report", help="write a comparison report from an experiment's records",
                        description="Read the records of EXPERIMENT (OUT/records; never trains, never reads a run "
