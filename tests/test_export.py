@@ -92,3 +92,19 @@ def test_a_missing_extra_or_a_bad_destination_is_one_line(tmp_path, capsys, monk
     assert main(["export", str(QUICKSTART), "--to", "mlflow", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "pip install 'zoo[mlflow]'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_zoo_run_log_to_tensorboard_writes_each_cells_curves_while_training(tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    smoke = ROOT / "experiments" / "smoke.toml"
+    out, logs = tmp_path / "out", tmp_path / "tb"
+    assert main(["run", str(smoke), "--out", str(out), "--runs", str(tmp_path / "runs"), "--no-live",
+                 "--log-to", "tensorboard", str(logs)]) == 0
+    record = json.loads((out / "records" / "pre-norm" / "copy" / "seed-1.json").read_text())
+    run = EventAccumulator(str(logs / "pre-norm" / "copy" / "seed-1"))
+    run.Reload()
+    assert [e.step for e in run.Scalars("train/loss")] == record["curves"]["train"]["step"]
+    assert [e.value for e in run.Scalars("eval/exact_match")] == pytest.approx(record["curves"]["eval"]["exact_match"])
+    assert main(["run", str(smoke), "--out", str(out), "--log-to", "wandb", "x"]) == 2

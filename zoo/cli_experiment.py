@@ -29,16 +29,18 @@ def _places(args: argparse.Namespace, experiment) -> tuple[Path, Path]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from zoo.experiment.runner import run_grid
+    from zoo.export import log_destination
 
     experiment = load_experiment(args.experiment)
     experiment.check_data()
     runs, out = _places(args, experiment)
     if args.dry_run:
         return _dry_run(experiment, runs, out, args)
+    log_to = log_destination(args.log_to)
     _write_floors(experiment, out)
     results = run_grid(experiment, runs, out / RECORDS, executor=args.executor, workers=args.workers,
                        address=args.address, threads=args.threads, console=errors, live=not args.no_live,
-                       reuse_from=[Path(folder) for folder in args.reuse_from])
+                       reuse_from=[Path(folder) for folder in args.reuse_from], log_to=log_to)
     counts: dict[str, int] = {}
     for state, _ in results.values():
         counts[state] = counts.get(state, 0) + 1
@@ -243,6 +245,8 @@ def add_commands(sub) -> None:
                    help="other experiments' report folders (e.g. reports/budget-pilot): a cell whose very "
                    "definition (spec, task, data, training config and seed, decoding) one of their records has is "
                    "not trained but gets a copy of that record, whose provenance names the original")
+    p.add_argument("--log-to", nargs=2, metavar=("tensorboard", "DIR"), help="also write each cell's curves to "
+                   "TensorBoard while it trains, in DIR/<variant>/<task>/seed-<n> (extra zoo[tensorboard])")
     p.set_defaults(run=cmd_run)
 
     p = sub.add_parser("floors", help="score each task's trivial systems (copying the source, ...): its floor",

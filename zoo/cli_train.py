@@ -47,11 +47,14 @@ def prepare(args: argparse.Namespace):
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from zoo.export import log_destination
+
+    log_to = log_destination(args.log_to)  # checked before any data is read
     spec, task, config = prepare(args)
     errors.print(f"training {spec.name} ({spec.digest()}) on {args.task}: {task.src_vocab} / {task.tgt_vocab} tokens, "
                  f"{len(task.examples('train')):,} training pairs -> {args.out}")
     summary = Trainer(spec, task, config, args.out, resume=args.resume, progress=not args.no_progress,
-                      console=errors).run()
+                      console=errors, log_to=log_to).run()
     final = summary.get("final") or {}
     console.print(_metrics_table(f"{args.out}: {summary['status']} after {summary['steps']} steps "
                                  f"({summary['train_seconds']:.0f} s)",
@@ -151,6 +154,8 @@ def add_commands(sub) -> None:
                    help="override a task option, e.g. vocab_size=8000")
     p.add_argument("--resume", action="store_true", help="continue the run in RUN_DIR from its last checkpoint")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--log-to", nargs=2, metavar=("tensorboard", "DIR"), help="also write the logged curves to "
+                   "TensorBoard while training (extra zoo[tensorboard])")
     p.set_defaults(run=cmd_train)
 
     for name, helptext in (("translate", "translate stdin line by line with a trained run"),

@@ -58,6 +58,7 @@ class Cell:
     commit: str = ""  # the code's commit when the grid started (recorded as provenance)
     reuse: str = ""  # another experiment's record of the same definition, copied instead of training
     plugins: tuple[str, ...] = ()  # the plugins the parent loaded (zoo/plugins.py), loaded again by a worker
+    log_to: str = ""  # a TensorBoard folder the cell's curves are also written to while it trains
 
     @property
     def name(self) -> str:
@@ -160,8 +161,9 @@ def _run_cell(cell: Cell, threads: int | None) -> str:
         rundir.write_json(out / rundir.DEFINITION, {"definition": current, "digest": digest})
     spec = experiment.specs[cell.variant]
     task = load_task(experiment.task_config(entry), pad_id=spec.pad_id)
+    log_to = Path(cell.log_to) / cell.variant / cell.task / f"seed-{cell.seed}" if cell.log_to else None
     summary = Trainer(fit_to_task(spec, task), task, experiment.train_config(entry, cell.seed, cell.variant), out,
-                      resume=True, progress=False).run()
+                      resume=True, progress=False, log_to=log_to).run()
     if summary["status"] == "complete" and not (out / f"{rundir.TEST}.json").exists():
         model, task, _ = load_run(out)
         settings = experiment.config.decode
@@ -380,11 +382,13 @@ def reusable(experiment, grid: list[Cell], report_folders: list[Path]) -> list[C
 
 def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str = "local", workers: int = 1,
              address: str | None = None, threads: int = 1, console: Console | None = None,
-             live: bool = True, reuse_from: list[Path] = ()) -> dict[str, tuple[str, str]]:
+             live: bool = True, reuse_from: list[Path] = (), log_to: Path | None = None) -> dict[str, tuple[str, str]]:
     """Run every cell; returns {cell name: (final status, reason)}. `reuse_from`: other experiments'
     report folders whose records of a cell's very definition are copied instead of training it again."""
     concurrent = workers if executor == "local" else 0
     grid = cells(experiment, runs_root, records_root, concurrent=max(concurrent, 1), commit=records.zoo_commit())
+    if log_to is not None:
+        grid = [replace(cell, log_to=str(Path(log_to).resolve())) for cell in grid]
     console = console or Console(stderr=True)
     stale = plan(experiment, grid)
     if stale:

@@ -56,8 +56,10 @@ def describe_device(device: torch.device) -> str:
 
 class Trainer:
     def __init__(self, spec: ModelSpec, task: Task, config: TrainConfig, out: str | Path, *,
-                 resume: bool = False, progress: bool = True, console: Console | None = None):
+                 resume: bool = False, progress: bool = True, console: Console | None = None,
+                 log_to: Path | None = None):
         self.spec, self.task, self.config, self.out = spec, task, config, Path(out)
+        self.log_to = log_to  # a TensorBoard folder the logged rows are also written to (zoo/export.py)
         self.resume, self.show_progress = resume, progress
         self.console = console or Console(stderr=True)
         self.device = select_device(config.device)
@@ -181,6 +183,18 @@ class Trainer:
         # A run killed after its final checkpoint has nothing left to train: its final evaluation is the logged one.
         last_eval = next((row for row in reversed(kept) if row.get("event") == "eval"), None)
         model.train()
+        mirror = None
+        if self.log_to is not None:
+            from zoo.export import LiveTensorBoard
+
+            mirror = LiveTensorBoard(self.log_to)
+
+        def write(log, row: dict[str, Any]) -> None:
+            log.write(json.dumps(row) + "\n")
+            log.flush()
+            if mirror is not None:
+                mirror.log(row)
+
         with open(metrics_file, "a") as log, self._progress() as bar:
             task_bar = bar.add_task("training", total=1000, loss="", speed="") if bar else None
             while self._fraction(pos) < 1.0:
@@ -191,20 +205,18 @@ class Trainer:
                 pos.step, pos.tokens, pos.seconds = pos.step + 1, pos.tokens + row["tokens"], pos.seconds + elapsed
                 if not math.isfinite(row["loss"]):
                     summary = {"status": "diverged", "reason": f"diverged at step {pos.step}: loss is {row['loss']}"}
-                    log.write(json.dumps({"event": "diverged", "step": pos.step, "loss": str(row["loss"])}) + "\n")
+                    write(log, {"event": "diverged", "step": pos.step, "loss": str(row["loss"])})
                     break
                 row = {"step": pos.step, "epoch": round(self._epochs_done(pos), 4), **row,
                        "tok_per_s": round(row["tokens"] / elapsed, 1), "seconds": round(pos.seconds, 3)}
-                log.write(json.dumps(row) + "\n")
-                log.flush()
+                write(log, row)
                 if bar is not None:
                     bar.update(task_bar, completed=1000 * self._fraction(pos),
                                loss=f"loss {row['loss']:.3f}", speed=f"{row['tok_per_s']:,.0f} tok/s")
                 done = self._fraction(pos) >= 1.0
                 if pos.step % c.eval_interval == 0 or done:
                     last_eval = self._evaluate(model, pos)
-                    log.write(json.dumps(last_eval) + "\n")
-                    log.flush()
+                    write(log, last_eval)
                 if pos.step % c.checkpoint_interval == 0 or done:
                     checkpoint()
         summary.update({
@@ -212,6 +224,8 @@ class Trainer:
             "epochs": round(self._epochs_done(pos), 4), "tokens": pos.tokens, "train_seconds": round(pos.seconds, 2),
             "device": describe_device(self.device), "precision": c.precision, "final": last_eval,
         })
+        if mirror is not None:
+            mirror.close()
         write_json(self.out / SUMMARY, summary)
         return summary
 
