@@ -100,8 +100,8 @@ def test_console_script_reports_errors_without_traceback():
 
 def test_every_command_has_help_that_renders(capsys):
     """argparse %-formats help strings but not descriptions: a stray '%%' or '%(' shows up in the text."""
-    commands = ("list", "show", "equiv", "schema", "train", "translate", "evaluate", "bench", "run", "report", "check", "export",
-                "floors", "plan")
+    commands = ("list", "show", "equiv", "schema", "train", "translate", "evaluate", "bench", "run", "report", "check",
+                "export", "floors", "plan")
     for command in commands:
         with pytest.raises(SystemExit) as exit_:
             main([command, "--help"])

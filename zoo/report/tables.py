@@ -1,6 +1,6 @@
 """The report's tables as plain rows (header, rows of strings), for markdown and for the terminal.
 
-Every number a reader sees is formatted here, so the README's "How to read a report" can describe
+Every number a reader sees is formatted here, so docs/reading-reports.md can describe
 each column once.
 """
 

@@ -1,0 +1,56 @@
+"""Every cheap command the README and docs/ show in a console block runs as shown: the exit code its
+comment or output implies, and the output lines the block prints (up to any '...')."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from zoo.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "reports" / "README.md"]
+CHEAP = {"show", "list", "equiv", "schema", "check"}  # seconds each; training commands are tested elsewhere
+
+
+def console_commands() -> list[tuple[str, str, list[str]]]:
+    """(page, command line, the output lines the block shows after it), for every `$ zoo ...` line."""
+    found = []
+    for page in PAGES:
+        for block in re.findall(r"```console\n(.*?)```", page.read_text(), flags=re.S):
+            lines = block.splitlines()
+            for i, line in enumerate(lines):
+                if line.startswith("$ zoo "):
+                    shown = []
+                    for after in lines[i + 1:]:
+                        if after.startswith("$ "):
+                            break
+                        shown.append(after)
+                    found.append((page.relative_to(ROOT).as_posix(), line[2:], shown))
+    return found
+
+
+CASES = [case for case in console_commands() if shlex.split(case[1], comments=True)[1] in CHEAP]
+
+
+def test_the_pages_show_cheap_commands():
+    assert len(CASES) >= 6 and {c[0] for c in CASES} >= {"README.md", "docs/writeups.md"}
+
+
+@pytest.mark.parametrize("page, line, shown", CASES, ids=[f"{c[0]}: {c[1][:50]}" for c in CASES])
+def test_a_documented_command_runs_as_shown(page, line, shown, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    words = shlex.split(line, comments=True)
+    if ">" in words:  # `zoo schema > file`: the output is what matters here
+        words = words[:words.index(">")]
+    code = main(words[1:])
+    out = capsys.readouterr()
+    printed = out.out + out.err
+    expected = 2 if any(s.startswith("zoo: error") for s in shown) else 1 if "NOT EQUIVALENT" in line else 0
+    assert code == expected, printed
+    for text in shown:
+        text = text.split("...")[0].strip()
+        assert " ".join(text.split()) in " ".join(printed.split()), text
