@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from zoo.experiment import load_experiment, store
@@ -45,7 +46,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                  + f" -> records in {out / RECORDS}, run directories in {runs}")
     for name, (state, reason) in results.items():
         if state in ("failed", "locked"):
-            errors.print(f"  [red]{name}: {state}[/]: {reason}")
+            errors.print(f"  [red]{escape(name)}: {state}[/]: {escape(reason)}")
     if args.report:
         cmd_report(args)
     else:
@@ -118,7 +119,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             for i in shown:
                 table.add_column(header[i], justify="left" if i == 0 else "right", no_wrap=i == 0)
             for row in rows:
-                table.add_row(*(re.sub(r"\*\*(.+?)\*\*", r"[bold]\1[/]", row[i]) for i in shown))
+                table.add_row(*(re.sub(r"\*\*(.+?)\*\*", r"[bold]\1[/]", escape(row[i])) for i in shown))
             console.print(table)
     print(path)
     return 0
@@ -148,7 +149,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for i, column in enumerate(header):
             table.add_column(column, justify="left" if i == 0 else "right")
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*map(escape, row))
         console.print(table)
     return 0
 

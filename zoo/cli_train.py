@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -57,7 +58,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                                  f"({summary['train_seconds']:.0f} s)",
                                  {k: v for k, v in final.items() if k != "event"}))
     if summary["status"] != "complete":
-        errors.print(f"[bold red]{summary['reason']}[/bold red]")
+        errors.print(f"[bold red]{escape(summary['reason'])}[/bold red]")
         return 1
     return 0
 
