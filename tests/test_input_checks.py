@@ -3,6 +3,7 @@ positional table (checked when the task is fitted, naming file and line), missin
 
 import json
 import math
+import typing
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ from zoo.data import DataError, Task, TaskConfig, load_task
 from zoo.decode import DecodeConfig, greedy
 from zoo.errors import SpecError, ZooError
 from zoo.experiment import load_experiment
+from zoo.registry import registry
 from zoo.train import TrainConfig, check_fits, fit_to_task, load_train_config
 from zoo.train.config import load_train_config as load_config
 
@@ -59,6 +61,62 @@ def test_experiment_numbers(tmp_path, task, decode, field):
     path.write_text(EXPERIMENT.format(task=task, decode=decode))
     with pytest.raises(ZooError, match=field):
         load_experiment(path)
+
+
+FINDING = ('[[findings]]\nkind = "direction"\nvariant = "a"\nexpect = "better"\nclaim = "c"\nsource = "s"\n'
+           '{finding}')
+
+
+@pytest.mark.parametrize("top, task, finding, field", [
+    ("seeds = [true]", "", "", "seeds.0"), ("seeds = [0, inf]", "", "", "seeds.1"),
+    ("", "stall = {floor = true}", "", "tasks.0.stall.floor"), ("", "stall = {floor = inf}", "", "tasks.0.stall.floor"),
+    ("", "stall = {patience = true}", "", "tasks.0.stall.patience"),
+    ("", "margin = true", "", "tasks.0.margin"), ("", "detect = inf", "", "tasks.0.detect"),
+    ("", "", "effect = true", "findings.0.effect"), ("", "", "effect = nan", "findings.0.effect"),
+    ("", "", "regime = {tolerance = true}", "findings.0.regime.tolerance"),
+    ("", "", "regime = {min_seeds = true}", "findings.0.regime.min_seeds"),
+    ("analysis = {alpha = true}", "", "", "analysis.alpha"), ("analysis = {power = nan}", "", "", "analysis.power"),
+    ("analysis = {min_seeds = true}", "", "", "analysis.min_seeds"),
+])
+def test_experiment_file_numbers_refuse_bools_and_non_finite(tmp_path, top, task, finding, field):
+    path = tmp_path / "exp.toml"
+    text = top + "\n" + EXPERIMENT.format(task=task, decode="") + (FINDING.format(finding=finding) if finding else "")
+    path.write_text(text)
+    with pytest.raises(ZooError, match=field.replace(".", r"\.")):
+        load_experiment(path)
+
+
+def _numeric(annotation) -> bool:
+    """Whether a field holds an int or a float (possibly optional or annotated), not a bool."""
+    if annotation in (int, float):
+        return True
+    return any(_numeric(arg) for arg in typing.get_args(annotation))
+
+
+NUMERIC_OPTIONS = [(entry.qualified, field) for entry in registry.entries()
+                   for field, info in entry.config.model_fields.items() if _numeric(info.annotation)]
+
+
+def test_the_registry_has_numeric_options_to_check():
+    assert {"norm.layernorm", "embedding.fixnorm", "positional.rotary"} <= {name for name, _ in NUMERIC_OPTIONS}
+
+
+@pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan, True, False], ids=repr)
+@pytest.mark.parametrize("component, field", NUMERIC_OPTIONS)
+def test_every_numeric_component_option_refuses_bools_and_non_finite(component, field, bad):
+    """eps=inf trained to a 'complete' run that learned nothing; max_len=true became 1."""
+    slot, name = component.split(".", 1)
+    key = registry.slot(slot).key
+    with pytest.raises(SpecError, match=rf"{slot}\.{field}:"):
+        zoo.load_spec("paper-base", {**TINY, f"{slot}.{key}": name, f"{slot}.{field}": bad})
+
+
+@pytest.mark.parametrize("field", ["d_model", "n_heads", "d_ff", "encoder_layers", "decoder_layers", "dropout",
+                                   "src_vocab", "tgt_vocab", "pad_id"])
+@pytest.mark.parametrize("bad", [math.inf, math.nan, True, False], ids=repr)
+def test_every_numeric_spec_field_refuses_bools_and_non_finite(field, bad):
+    with pytest.raises(SpecError, match=rf"^paper-base: {field}:"):
+        zoo.load_spec("paper-base", {field: bad})
 
 
 @pytest.mark.parametrize("settings", [{"max_ratio": math.nan}, {"max_ratio": 1e9}, {"beam": 0}, {"alpha": math.inf},

@@ -18,7 +18,9 @@ from pydantic import AllowInfNan, BaseModel, Strict
 
 from zoo.errors import SpecError
 
-# A number where a number is meant: not a boolean (`steps=true` would be 1), not inf or NaN.
+# A number where a number is meant: not a boolean (`steps=true` would be 1), not inf or NaN. Every numeric
+# field of every config (spec and component options, task, training, decoding, experiment) is one of these,
+# so the rule lives here once; tests/test_input_checks.py checks every registered component's options.
 Count = Annotated[int, Strict()]
 Number = Annotated[float, Strict(), AllowInfNan(False)]
 

@@ -70,10 +70,10 @@ class StallSettings(BaseModel):
     """When a complete run counts as *stalled*: trained to the end without learning the task."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-    floor: float | None = Field(None, ge=0, description="final primary validation metric below this ⇒ stalled "
+    floor: Number | None = Field(None, ge=0, description="final primary validation metric below this ⇒ stalled "
                                                         "(default: 1 BLEU, 10 chrF, 5% exact match, 20% token "
                                                         "accuracy; 0: no floor, every complete run counts in quality)")
-    patience: int | None = Field(None, ge=1, strict=True, description="no improvement over the last N evaluations "
+    patience: Count | None = Field(None, ge=1, description="no improvement over the last N evaluations "
                                                                       "⇒ stalled (default: not used)")
 
 
@@ -137,12 +137,12 @@ class Analysis(BaseModel):
     """How the report judges: the significance level, the correction and the least seeds for a verdict."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-    alpha: float = Field(0.05, gt=0, lt=0.5, description="family-wise error rate of the verdicts")
+    alpha: Number = Field(0.05, gt=0, lt=0.5, description="family-wise error rate of the verdicts")
     correction: Literal["holm", "benjamini-hochberg"] = Field(
         "holm", description="holm controls the chance of any false verdict; benjamini-hochberg the expected share")
-    min_seeds: int = Field(3, ge=3, strict=True, description="complete seeds per arm below which no verdict is "
+    min_seeds: Count = Field(3, ge=3, description="complete seeds per arm below which no verdict is "
                                                              "given (per-seed values are shown instead)")
-    power: float = Field(0.8, gt=0, lt=1, description="power for the minimum detectable effect and `zoo plan`")
+    power: Number = Field(0.8, gt=0, lt=1, description="power for the minimum detectable effect and `zoo plan`")
 
 
 class DecodeSettings(BaseModel):
@@ -157,11 +157,11 @@ class Regime(BaseModel):
     """Where a published finding applies; the report checks it before testing the finding."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    min_seeds: int = Field(5, ge=1, strict=True, description="complete seeds per arm")
+    min_seeds: Count = Field(5, ge=1, description="complete seeds per arm")
     converged: bool = Field(False, description="both arms' primary validation metric must have flattened: its mean "
                                                "over seeds changed by less than `tolerance` over the last quarter "
                                                "of training")
-    tolerance: float = Field(1.0, gt=0, allow_inf_nan=False, description="see `converged`, in the metric's units")
+    tolerance: Number = Field(1.0, gt=0, description="see `converged`, in the metric's units")
     single_factor: bool = Field(True, description="the two variants differ in one spec field or training setting")
 
 
@@ -194,7 +194,7 @@ class Finding(BaseModel):
     source: str = Field(description="citation, e.g. 'Xiong et al. 2020, On Layer Normalization in the Transformer'")
     published: str = Field("", description="the published effect size as the paper gives it, with where "
                                            "(e.g. 'Table 3 row (A): 25.7 vs 25.8 BLEU')")
-    effect: float | None = Field(None, description="the published effect in this metric's units, signed as the "
+    effect: Number | None = Field(None, description="the published effect in this metric's units, signed as the "
                                                    "claim expects; the report gives the power this design had for it")
     regime: Regime = Field(default_factory=Regime)
 
@@ -211,7 +211,7 @@ class ExperimentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(description="names runs/<name>/ and reports/<name>/")
     description: str = ""
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[Count] = Field(default_factory=lambda: [0], min_length=1)
     baseline: str | None = Field(None, description="label of the variant others are compared against "
                                                    "(default: the first)")
     shared: dict[str, Any] = Field(default_factory=dict, description="spec overrides applied to every variant")
