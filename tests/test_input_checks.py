@@ -11,7 +11,7 @@ import torch
 import zoo
 from zoo.cli import main
 from zoo.data import DataError, Task, TaskConfig, load_task
-from zoo.decode import DecodeConfig, greedy
+from zoo.decode import MAX_BEAM, DecodeConfig, greedy
 from zoo.errors import SpecError, ZooError
 from zoo.experiment import load_experiment
 from zoo.registry import registry
@@ -54,7 +54,7 @@ EXPERIMENT = 'name = "x"\n[[variants]]\nlabel = "a"\nbase = "paper-base"\n[[task
 @pytest.mark.parametrize("task, decode, field", [
     ("threshold = nan", "", "tasks.0.threshold"), ("threshold = true", "", "tasks.0.threshold"),
     ("", "[decode]\nmax_ratio = 100.0", "decode.max_ratio"), ("", "[decode]\nalpha = inf", "decode.alpha"),
-    ("", "[decode]\nbeam = true", "decode.beam"),
+    ("", "[decode]\nbeam = true", "decode.beam"), ("", "[decode]\nbeam = 100000", "decode.beam"),
 ])
 def test_experiment_numbers(tmp_path, task, decode, field):
     path = tmp_path / "exp.toml"
@@ -120,10 +120,22 @@ def test_every_numeric_spec_field_refuses_bools_and_non_finite(field, bad):
 
 
 @pytest.mark.parametrize("settings", [{"max_ratio": math.nan}, {"max_ratio": 1e9}, {"beam": 0}, {"alpha": math.inf},
-                                      {"max_extra": -1}, {"beam": True}])
+                                      {"max_extra": -1}, {"beam": True}, {"beam": MAX_BEAM + 1}])
 def test_decode_config_refuses_what_cannot_be_a_length(settings):
     with pytest.raises(ZooError, match=next(iter(settings))):
         DecodeConfig(**settings)
+
+
+@pytest.mark.parametrize("argv, field", [(["evaluate", "RUN", "--beam", "100000"], "beam: 100000"),
+                                         (["evaluate", "RUN", "--limit", "-1"], "--limit: -1"),
+                                         (["evaluate", "RUN", "--limit", "0"], "--limit: 0"),
+                                         (["translate", "RUN", "--beam", "65"], "beam: 65")])
+def test_evaluate_refuses_a_beam_that_never_ends_and_a_limit_below_one(tmp_path, capsys, argv, field):
+    """--beam 100000 hung in decoding; --limit -1 silently dropped the last sentence."""
+    argv = [str(tmp_path / "run") if word == "RUN" else word for word in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert field in err and len(err.strip().splitlines()) == 1
 
 
 def test_decoding_never_goes_past_the_positional_table():

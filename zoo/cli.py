@@ -69,10 +69,17 @@ def cmd_list(args: argparse.Namespace) -> int:
         table.add_column("preset", no_wrap=True)
         table.add_column("digest")
         table.add_column("description", overflow="fold")
+        broken = []
         for name in presets:
-            spec = load_spec(name)
+            try:
+                spec = load_spec(name)
+            except ZooError as err:  # one broken user preset must not hide the others
+                broken.append(str(err))
+                continue
             table.add_row(escape(name), spec.digest(), escape(spec.description))
         console.print(table)
+        for message in broken:
+            errors.print(f"zoo: preset not listed: {escape(message)}", highlight=False, soft_wrap=True)
     if not entries and not presets:
         raise ZooError(f"nothing matches {pattern!r}; try 'zoo list' or a pattern such as 'attention.*'")
     return 0

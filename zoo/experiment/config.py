@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from zoo.config_io import Count, Number, describe_error, read_config_file
 from zoo.data import TaskConfig, check_files
-from zoo.decode import MAX_RATIO
+from zoo.decode import MAX_BEAM, MAX_RATIO
 from zoo.errors import DataError, SpecError, ZooError
 from zoo.experiment.store import check_name
 from zoo.spec import ModelSpec, load_spec
@@ -147,7 +147,7 @@ class Analysis(BaseModel):
 
 class DecodeSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    beam: Count = Field(1, gt=0)
+    beam: Count = Field(1, gt=0, le=MAX_BEAM)
     alpha: Number = Field(0.6, ge=0)
     max_ratio: Number = Field(1.5, gt=0, le=MAX_RATIO)
     max_extra: Count = Field(10, ge=0)
