@@ -119,6 +119,32 @@ def test_every_numeric_spec_field_refuses_bools_and_non_finite(field, bad):
         zoo.load_spec("paper-base", {field: bad})
 
 
+# -- names -----------------------------------------------------------------------------------------
+NAMED_EXPERIMENT = ('name = {name}\n[[variants]]\nlabel = {label}\nbase = "paper-base"\n'
+                    '[[tasks]]\nname = "copy"\n{task}\n')
+
+
+@pytest.mark.parametrize("name, label, task, field", [
+    (r'"x\n"', '"a"', "", "name: 'x\\n'"), ('"x "', '"a"', "", "name: 'x '"),
+    ('"x"', r'"pre-norm\n"', "", "label: 'pre-norm\\n'"), ('"x"', r'"a\tb"', "", "label: 'a\\tb'"),
+    ('"x"', '"a"', r'label = "copy\n"', "label: 'copy\\n'"), ('"x"', '"a"', 'label = "c/d"', "label: 'c/d'"),
+])
+def test_names_and_labels_with_a_newline_or_separator_are_refused(tmp_path, name, label, task, field):
+    """`name = "x\n"` made a folder whose name ends in a newline and broke the report's tables."""
+    path = tmp_path / "exp.toml"
+    path.write_text(NAMED_EXPERIMENT.format(name=name, label=label, task=task))
+    with pytest.raises(ZooError) as caught:
+        load_experiment(path)
+    assert field in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["x\n", " x", "x ", "a/b", "a\\b", "t\tb", "", "\x1b[31m"])
+def test_a_spec_name_must_be_one_clean_printable_line(name):
+    with pytest.raises(SpecError, match="^paper-base: name: must be non-empty printable text"):
+        zoo.load_spec("paper-base", {"name": name})
+    assert zoo.load_spec("paper-base", {"name": "my variant (d=256)"}).name == "my variant (d=256)"
+
+
 @pytest.mark.parametrize("settings", [{"max_ratio": math.nan}, {"max_ratio": 1e9}, {"beam": 0}, {"alpha": math.inf},
                                       {"max_extra": -1}, {"beam": True}, {"beam": MAX_BEAM + 1}])
 def test_decode_config_refuses_what_cannot_be_a_length(settings):

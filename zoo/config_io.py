@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Annotated, Any, get_args
 
 import yaml
-from pydantic import AllowInfNan, BaseModel, Strict
+from pydantic import AfterValidator, AllowInfNan, BaseModel, Strict
+from pydantic_core import PydanticCustomError
 
 from zoo.errors import SpecError
 
@@ -27,6 +28,19 @@ from zoo.errors import SpecError
 # so the rule lives here once; tests/test_input_checks.py checks every registered component's options.
 Count = Annotated[int, Strict()]
 Number = Annotated[float, Strict(), AllowInfNan(False)]
+
+
+def _check_label(value: str) -> str:
+    """A name printed in tables and messages stays one clean cell: a newline or a separator in it broke them."""
+    if not value or value != value.strip() or not value.isprintable() or "/" in value or "\\" in value:
+        raise PydanticCustomError("zoo_label", "must be non-empty printable text without leading or trailing "
+                                  "spaces, control characters or path separators")
+    return value
+
+
+# A display name (a spec's `name`). Names that become folders (experiment names, variant and task labels)
+# are stricter still: zoo.experiment.store.check_name.
+Label = Annotated[str, AfterValidator(_check_label)]
 
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024  # specs and experiments are a few KB; the README states this cap

@@ -16,7 +16,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsA
 from pydantic_core import PydanticCustomError
 
 from zoo import components  # noqa: F401  (registers every built-in component)
-from zoo.config_io import Count, Number, describe_error, read_config_file
+from zoo.config_io import Count, Label, Number, describe_error, read_config_file
 from zoo.errors import IncompatibleComponents, RegistryError, SpecError
 from zoo.registry import SlotParams, registry
 
@@ -56,7 +56,7 @@ class ModelSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = "custom"
+    name: Label = "custom"
     description: str = ""
     notes: str = Field("", description="how the preset reproduces its source, and what it could not")
     d_model: Count = Field(512, gt=0)
