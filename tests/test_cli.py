@@ -135,3 +135,17 @@ def test_every_command_has_help_that_renders(capsys):
         out, _ = capsys.readouterr()
         assert exit_.value.code == 0 and f"usage: zoo {command}" in out
         assert "%%" not in out and "%(" not in out, command
+
+
+def test_zoo_report_into_a_folder_it_cannot_write_is_one_line(tmp_path, capsys):
+    """A read-only --out gave a PermissionError traceback (here a folder stands where results.csv goes, which
+    fails the same way and also when the tests run as root)."""
+    experiment = tmp_path / "e.toml"
+    experiment.write_text('name = "e"\n[[variants]]\nlabel = "a"\nbase = "paper-base"\n[[tasks]]\nname = "copy"\n'
+                          "[train]\nsteps = 1\n")
+    out = tmp_path / "out"
+    (out / "records").mkdir(parents=True)
+    (out / "results.csv").mkdir()
+    code, _, err = run(capsys, "report", str(experiment), "--out", str(out))
+    assert code == 2 and f"--out: cannot write the report into {out}" in err
+    assert len(err.strip().splitlines()) == 1

@@ -63,6 +63,15 @@ def test_experiment_numbers(tmp_path, task, decode, field):
         load_experiment(path)
 
 
+def test_a_task_option_named_like_the_task_field_is_one_line(tmp_path, capsys):
+    """`options = {name = "reverse"}` clashed with the task's own name: a TypeError traceback."""
+    path = tmp_path / "exp.toml"
+    path.write_text(EXPERIMENT.format(task='options = {name = "reverse"}', decode="[train]\nsteps = 1"))
+    assert main(["run", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "tasks.0.options: 'name' is not a task option" in err and len(err.strip().splitlines()) == 1
+
+
 FINDING = ('[[findings]]\nkind = "direction"\nvariant = "a"\nexpect = "better"\nclaim = "c"\nsource = "s"\n'
            '{finding}')
 

@@ -107,8 +107,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not records.is_dir():
         raise ReportError(f"--out: {out} holds no records/ folder; run the experiment first (zoo run "
                           f"{args.experiment}) or point --out at the report folder that holds its records")
-    with errors.status(f"reading {records}, testing, plotting, checking equivalence..."):
-        path, report = build_report(experiment, records, out, _report_command(args))
+    try:
+        with errors.status(f"reading {records}, testing, plotting, checking equivalence..."):
+            path, report = build_report(experiment, records, out, _report_command(args))
+    except OSError as err:  # a read-only or full --out: say where, not a traceback
+        where = f" ({err.filename})" if err.filename else ""
+        raise ReportError(f"--out: cannot write the report into {out}: {err.strerror or err}{where}; "
+                          "point --out at a folder you can write, holding the records/ folder") from None
     for found in report.tasks:
         for title, (header, rows) in (("outcomes", outcome_rows(experiment, found)),
                                       ("against the baseline", terminal_rows(experiment, found))):

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from zoo.config_io import Count, Number, describe_error, read_config_file
 from zoo.data import TaskConfig, check_files
@@ -98,6 +99,15 @@ class TaskEntry(BaseModel):
                           "+2.54 BLEU (experiments/budget-pilot.toml)': findings that need convergence are then not "
                           "testable on this task, with this as the reason. The last-quarter rule cannot see it under "
                           "a schedule that decays to zero")
+
+    @field_validator("options")
+    @classmethod
+    def _no_name_in_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """`options = {name = ...}` would clash with the task's own name when the TaskConfig is built."""
+        if "name" in value:
+            raise PydanticCustomError("zoo_option", "'name' is not a task option; the task is named by its own "
+                                      "`name` field")
+        return value
 
     @property
     def key(self) -> str:
