@@ -6,6 +6,8 @@ import shutil
 
 import pytest
 import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
 
 import zoo
 from zoo.cli import main
@@ -158,3 +160,38 @@ def test_atomic_writes_follow_the_umask(tmp_path):
     current = os.umask(0o022)
     os.umask(current)
     assert _MODE == 0o666 & ~current
+
+
+def craft(run_dir, meta=None, tensors=None, raw_meta=None):
+    """Rewrite the run's checkpoint with metadata fields or tensors replaced, as a crafted file would be."""
+    path = run_dir / checkpoints.FILE
+    with safe_open(str(path), framework="pt") as file:
+        old_meta = json.loads(file.metadata()["zoo"])
+        old_tensors = {name: file.get_tensor(name) for name in file.keys()}  # noqa: SIM118
+    (run_dir / "summary.json").unlink()
+    text = raw_meta if raw_meta is not None else json.dumps({**old_meta, **(meta or {})})
+    save_file({**old_tensors, **(tensors or {})}, str(path), metadata={"zoo": text})
+    return path
+
+
+@pytest.mark.parametrize("damage", [
+    {"raw_meta": "[" * 100_000 + "]" * 100_000},  # RecursionError
+    {"meta": {"position": {"step": "x"}}},  # TypeError in the loop
+    {"meta": {"position": {"step": 0, "index": -1000}}},  # IndexError in the loop
+    {"meta": {"position": {"step": 0, "epoch": True}}},
+    {"meta": {"position": {"step": 0, "lap": 1}}},
+    {"meta": {"position": "x"}},
+    {"meta": {"param_groups": "x"}},  # AttributeError in restore
+    {"meta": {"param_groups": [{"params": "x"}]}},
+    {"meta": {"state": {"0": {"step": [1]}}}},
+    {"tensors": {"rng/cpu": torch.zeros(5)}},  # RuntimeError in torch.set_rng_state
+    {"tensors": {"rng/cpu": torch.zeros(5, dtype=torch.uint8)}},
+], ids=["deep-json", "position-str", "position-negative", "position-bool", "position-unknown", "position-not-a-table",
+        "param-groups-str", "param-groups-params", "state-entry", "rng-float", "rng-short"])
+def test_a_crafted_checkpoint_is_one_run_error_naming_the_file(trained, tmp_path, damage):
+    spec, task, _ = trained
+    run_dir = copy_run(trained, tmp_path)
+    path = craft(run_dir, **damage)
+    with pytest.raises(RunError) as caught:
+        Trainer(spec, task, TrainConfig(**CONFIG), run_dir, resume=True, progress=False).run()
+    assert str(path) in str(caught.value) and "\n" not in str(caught.value)

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from zoo.cli import main
+from zoo.errors import ZooError
 from zoo.registry import registry
 
 TINY = ["--set", "d_model=32", "--set", "n_heads=4", "--set", "d_ff=48", "--set", "encoder_layers=1",
@@ -67,6 +68,33 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, field):
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("value", ["[/]", "[bold]x", "[red]", "\\[x]"])
+def test_user_input_in_an_error_is_printed_as_written_not_as_markup(capsys, value):
+    code, _, err = run(capsys, "show", "paper-base", "--set", f"d_model={value}")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"got {value!r}" in err
+
+
+def test_an_error_message_is_printed_verbatim(capsys, monkeypatch):
+    """The Ray hint lost its '[ray]' when messages were read as markup."""
+    def refuse(*_):
+        raise ZooError("executor: 'ray' needs the ray extra: pip install '.[ray]'")
+
+    monkeypatch.setattr("zoo.cli.load_spec", refuse)
+    code, _, err = run(capsys, "show", "paper-base")
+    assert code == 2 and "pip install '.[ray]'" in err
+
+
+def test_show_prints_markup_in_a_spec_verbatim(capsys, tmp_path):
+    spec = tmp_path / "marked.toml"
+    spec.write_text('extends = "paper-base"\nname = "[bold]x"\ndescription = "a [/] b"\nnotes = "[red]n"\n'
+                    'd_model = 512\n')
+    code, out, _ = run(capsys, "show", str(spec), "--diff", "paper-base", "--set-other", "d_model=256")
+    assert code == 0 and "[bold]x vs paper-base" in out
+    code, out, _ = run(capsys, "show", str(spec))
+    assert code == 0 and "[bold]x" in out and "a [/] b" in out and "[red]n" in out
+
+
 def test_invalid_spec_file_names_the_file(capsys, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("d_model = [\n")
@@ -108,3 +136,17 @@ def test_every_command_has_help_that_renders(capsys):
         out, _ = capsys.readouterr()
         assert exit_.value.code == 0 and f"usage: zoo {command}" in out
         assert "%%" not in out and "%(" not in out, command
+
+
+def test_zoo_report_into_a_folder_it_cannot_write_is_one_line(tmp_path, capsys):
+    """A read-only --out gave a PermissionError traceback (here a folder stands where results.csv goes, which
+    fails the same way and also when the tests run as root)."""
+    experiment = tmp_path / "e.toml"
+    experiment.write_text('name = "e"\n[[variants]]\nlabel = "a"\nbase = "paper-base"\n[[tasks]]\nname = "copy"\n'
+                          "[train]\nsteps = 1\n")
+    out = tmp_path / "out"
+    (out / "records").mkdir(parents=True)
+    (out / "results.csv").mkdir()
+    code, _, err = run(capsys, "report", str(experiment), "--out", str(out))
+    assert code == 2 and f"--out: cannot write the report into {out}" in err
+    assert len(err.strip().splitlines()) == 1

@@ -3,6 +3,7 @@ positional table (checked when the task is fitted, naming file and line), missin
 
 import json
 import math
+import typing
 
 import pytest
 import torch
@@ -10,9 +11,10 @@ import torch
 import zoo
 from zoo.cli import main
 from zoo.data import DataError, Task, TaskConfig, load_task
-from zoo.decode import DecodeConfig, greedy
+from zoo.decode import MAX_BEAM, DecodeConfig, greedy
 from zoo.errors import SpecError, ZooError
 from zoo.experiment import load_experiment
+from zoo.registry import registry
 from zoo.train import TrainConfig, check_fits, fit_to_task, load_train_config
 from zoo.train.config import load_train_config as load_config
 
@@ -52,7 +54,7 @@ EXPERIMENT = 'name = "x"\n[[variants]]\nlabel = "a"\nbase = "paper-base"\n[[task
 @pytest.mark.parametrize("task, decode, field", [
     ("threshold = nan", "", "tasks.0.threshold"), ("threshold = true", "", "tasks.0.threshold"),
     ("", "[decode]\nmax_ratio = 100.0", "decode.max_ratio"), ("", "[decode]\nalpha = inf", "decode.alpha"),
-    ("", "[decode]\nbeam = true", "decode.beam"),
+    ("", "[decode]\nbeam = true", "decode.beam"), ("", "[decode]\nbeam = 100000", "decode.beam"),
 ])
 def test_experiment_numbers(tmp_path, task, decode, field):
     path = tmp_path / "exp.toml"
@@ -61,11 +63,114 @@ def test_experiment_numbers(tmp_path, task, decode, field):
         load_experiment(path)
 
 
+def test_a_task_option_named_like_the_task_field_is_one_line(tmp_path, capsys):
+    """`options = {name = "reverse"}` clashed with the task's own name: a TypeError traceback."""
+    path = tmp_path / "exp.toml"
+    path.write_text(EXPERIMENT.format(task='options = {name = "reverse"}', decode="[train]\nsteps = 1"))
+    assert main(["run", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "tasks.0.options: 'name' is not a task option" in err and len(err.strip().splitlines()) == 1
+
+
+FINDING = ('[[findings]]\nkind = "direction"\nvariant = "a"\nexpect = "better"\nclaim = "c"\nsource = "s"\n'
+           '{finding}')
+
+
+@pytest.mark.parametrize("top, task, finding, field", [
+    ("seeds = [true]", "", "", "seeds.0"), ("seeds = [0, inf]", "", "", "seeds.1"),
+    ("", "stall = {floor = true}", "", "tasks.0.stall.floor"), ("", "stall = {floor = inf}", "", "tasks.0.stall.floor"),
+    ("", "stall = {patience = true}", "", "tasks.0.stall.patience"),
+    ("", "margin = true", "", "tasks.0.margin"), ("", "detect = inf", "", "tasks.0.detect"),
+    ("", "", "effect = true", "findings.0.effect"), ("", "", "effect = nan", "findings.0.effect"),
+    ("", "", "regime = {tolerance = true}", "findings.0.regime.tolerance"),
+    ("", "", "regime = {min_seeds = true}", "findings.0.regime.min_seeds"),
+    ("analysis = {alpha = true}", "", "", "analysis.alpha"), ("analysis = {power = nan}", "", "", "analysis.power"),
+    ("analysis = {min_seeds = true}", "", "", "analysis.min_seeds"),
+])
+def test_experiment_file_numbers_refuse_bools_and_non_finite(tmp_path, top, task, finding, field):
+    path = tmp_path / "exp.toml"
+    text = top + "\n" + EXPERIMENT.format(task=task, decode="") + (FINDING.format(finding=finding) if finding else "")
+    path.write_text(text)
+    with pytest.raises(ZooError, match=field.replace(".", r"\.")):
+        load_experiment(path)
+
+
+def _numeric(annotation) -> bool:
+    """Whether a field holds an int or a float (possibly optional or annotated), not a bool."""
+    if annotation in (int, float):
+        return True
+    return any(_numeric(arg) for arg in typing.get_args(annotation))
+
+
+NUMERIC_OPTIONS = [(entry.qualified, field) for entry in registry.entries()
+                   for field, info in entry.config.model_fields.items() if _numeric(info.annotation)]
+
+
+def test_the_registry_has_numeric_options_to_check():
+    assert {"norm.layernorm", "embedding.fixnorm", "positional.rotary"} <= {name for name, _ in NUMERIC_OPTIONS}
+
+
+@pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan, True, False], ids=repr)
+@pytest.mark.parametrize("component, field", NUMERIC_OPTIONS)
+def test_every_numeric_component_option_refuses_bools_and_non_finite(component, field, bad):
+    """eps=inf trained to a 'complete' run that learned nothing; max_len=true became 1."""
+    slot, name = component.split(".", 1)
+    key = registry.slot(slot).key
+    with pytest.raises(SpecError, match=rf"{slot}\.{field}:"):
+        zoo.load_spec("paper-base", {**TINY, f"{slot}.{key}": name, f"{slot}.{field}": bad})
+
+
+@pytest.mark.parametrize("field", ["d_model", "n_heads", "d_ff", "encoder_layers", "decoder_layers", "dropout",
+                                   "src_vocab", "tgt_vocab", "pad_id"])
+@pytest.mark.parametrize("bad", [math.inf, math.nan, True, False], ids=repr)
+def test_every_numeric_spec_field_refuses_bools_and_non_finite(field, bad):
+    with pytest.raises(SpecError, match=rf"^paper-base: {field}:"):
+        zoo.load_spec("paper-base", {field: bad})
+
+
+# -- names -----------------------------------------------------------------------------------------
+NAMED_EXPERIMENT = ('name = {name}\n[[variants]]\nlabel = {label}\nbase = "paper-base"\n'
+                    '[[tasks]]\nname = "copy"\n{task}\n')
+
+
+@pytest.mark.parametrize("name, label, task, field", [
+    (r'"x\n"', '"a"', "", "name: 'x\\n'"), ('"x "', '"a"', "", "name: 'x '"),
+    ('"x"', r'"pre-norm\n"', "", "label: 'pre-norm\\n'"), ('"x"', r'"a\tb"', "", "label: 'a\\tb'"),
+    ('"x"', '"a"', r'label = "copy\n"', "label: 'copy\\n'"), ('"x"', '"a"', 'label = "c/d"', "label: 'c/d'"),
+])
+def test_names_and_labels_with_a_newline_or_separator_are_refused(tmp_path, name, label, task, field):
+    """`name = "x\n"` made a folder whose name ends in a newline and broke the report's tables."""
+    path = tmp_path / "exp.toml"
+    path.write_text(NAMED_EXPERIMENT.format(name=name, label=label, task=task))
+    with pytest.raises(ZooError) as caught:
+        load_experiment(path)
+    assert field in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["x\n", " x", "x ", "a/b", "a\\b", "t\tb", "", "\x1b[31m"])
+def test_a_spec_name_must_be_one_clean_printable_line(name):
+    with pytest.raises(SpecError, match="^paper-base: name: must be non-empty printable text"):
+        zoo.load_spec("paper-base", {"name": name})
+    assert zoo.load_spec("paper-base", {"name": "my variant (d=256)"}).name == "my variant (d=256)"
+
+
 @pytest.mark.parametrize("settings", [{"max_ratio": math.nan}, {"max_ratio": 1e9}, {"beam": 0}, {"alpha": math.inf},
-                                      {"max_extra": -1}, {"beam": True}])
+                                      {"max_extra": -1}, {"beam": True}, {"beam": MAX_BEAM + 1}])
 def test_decode_config_refuses_what_cannot_be_a_length(settings):
     with pytest.raises(ZooError, match=next(iter(settings))):
         DecodeConfig(**settings)
+
+
+@pytest.mark.parametrize("argv, field", [(["evaluate", "RUN", "--beam", "100000"], "beam: 100000"),
+                                         (["evaluate", "RUN", "--limit", "-1"], "--limit: -1"),
+                                         (["evaluate", "RUN", "--limit", "0"], "--limit: 0"),
+                                         (["translate", "RUN", "--beam", "65"], "beam: 65")])
+def test_evaluate_refuses_a_beam_that_never_ends_and_a_limit_below_one(tmp_path, capsys, argv, field):
+    """--beam 100000 hung in decoding; --limit -1 silently dropped the last sentence."""
+    argv = [str(tmp_path / "run") if word == "RUN" else word for word in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert field in err and len(err.strip().splitlines()) == 1
 
 
 def test_decoding_never_goes_past_the_positional_table():

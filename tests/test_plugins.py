@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
 import pytest
@@ -140,6 +141,8 @@ def test_an_experiment_runs_with_its_plugin_and_goes_stale_when_the_plugin_chang
 
     path.write_text(path.read_text() + "\n# edited\n")
     plugins._loaded.clear()  # a new process: the edited plugin is what it loads
+    for name in [m for m in sys.modules if m.startswith("zoo_plugin_")]:
+        del sys.modules[name]
     registry.unregister("ffn", "plugged-e2e")
     experiment = load_experiment(tmp_path / "exp.toml")
     (cell,) = cells(experiment, runs, out / "records")

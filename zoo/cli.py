@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
@@ -61,7 +62,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for column in ("what it is", "options (defaults)", "supports"):
             table.add_column(column, overflow="fold")
         for entry in entries:
-            table.add_row(entry.qualified, entry.doc, _options(entry), _supports(entry))
+            table.add_row(*map(escape, (entry.qualified, entry.doc, _options(entry), _supports(entry))))
         console.print(table)
     presets = [n for n in preset_names() if args.pattern is None or fnmatch.fnmatchcase(n, pattern)]
     if presets:
@@ -69,10 +70,17 @@ def cmd_list(args: argparse.Namespace) -> int:
         table.add_column("preset", no_wrap=True)
         table.add_column("digest")
         table.add_column("description", overflow="fold")
+        broken = []
         for name in presets:
-            spec = load_spec(name)
-            table.add_row(name, spec.digest(), spec.description)
+            try:
+                spec = load_spec(name)
+            except ZooError as err:  # one broken user preset must not hide the others
+                broken.append(str(err))
+                continue
+            table.add_row(escape(name), spec.digest(), escape(spec.description))
         console.print(table)
+        for message in broken:
+            errors.print(f"zoo: preset not listed: {escape(message)}", highlight=False, soft_wrap=True)
     if not entries and not presets:
         raise ZooError(f"nothing matches {pattern!r}; try 'zoo list' or a pattern such as 'attention.*'")
     return 0
@@ -91,18 +99,18 @@ def _counts_table(spec: ModelSpec, title: str) -> Table:
 
 def cmd_show(args: argparse.Namespace) -> int:
     spec = _spec(args.spec, args.set)
-    console.print(Panel(f"[bold]{spec.name}[/bold]  digest [cyan]{spec.digest()}[/cyan]\n{spec.description}",
-                        expand=False))
+    console.print(Panel(f"[bold]{escape(spec.name)}[/bold]  digest [cyan]{spec.digest()}[/cyan]\n"
+                        f"{escape(spec.description)}", expand=False))
     if args.diff:
         other = _spec(args.diff, args.set_other)
         rows = diff(spec, other)
-        console.print(f"{spec.name} vs {other.name}: {len(rows)} field(s) differ")
+        console.print(escape(f"{spec.name} vs {other.name}: {len(rows)} field(s) differ"))
         table = Table()
         table.add_column("field", no_wrap=True)
         for column in (spec.name, other.name):
-            table.add_column(column)
+            table.add_column(escape(column))
         for field, a, b in rows:
-            table.add_row(field, json.dumps(a), json.dumps(b))
+            table.add_row(escape(field), escape(json.dumps(a)), escape(json.dumps(b)))
         console.print(table)
         a_count, b_count = build(spec, device="meta").num_parameters(), build(other, device="meta").num_parameters()
         console.print(f"trainable parameters: {a_count:,} vs {b_count:,} ({b_count - a_count:+,})")
@@ -111,11 +119,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     table.add_column("field", no_wrap=True)
     table.add_column("value")
     for field, value in flatten(spec).items():
-        table.add_row(field, json.dumps(value))
+        table.add_row(escape(field), escape(json.dumps(value)))
     console.print(table)
     console.print(_counts_table(spec, "Parameters per component"))
     if spec.notes:
-        console.print(Panel(" ".join(spec.notes.split()), title="notes", title_align="left"))
+        console.print(Panel(escape(" ".join(spec.notes.split())), title="notes", title_align="left"))
     return 0
 
 
@@ -130,9 +138,9 @@ def cmd_equiv(args: argparse.Namespace) -> int:
                or "no model-defining field differs")
     style, word = ("green", "EQUIVALENT") if verdict.equivalent else ("red", "NOT EQUIVALENT")
     console.print(Panel(
-        f"[bold {style}]{word}[/bold {style}]\n"
-        f"A = {spec_a.name} ({spec_a.digest()})   B = {spec_b.name} ({spec_b.digest()})\n"
-        f"B differs in: {changed}\n{verdict.reason}",
+        f"[bold {style}]{word}[/bold {style}]\n" + escape(
+            f"A = {spec_a.name} ({spec_a.digest()})   B = {spec_b.name} ({spec_b.digest()})\n"
+            f"B differs in: {changed}\n{verdict.reason}"),
         title="zoo equiv", title_align="left", expand=False,
     ))
     return 0 if verdict.equivalent else 1
@@ -232,7 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         load_all(args.plugin)
         return args.run(args)
     except ZooError as err:
-        errors.print(f"[bold red]zoo: error:[/bold red] {err}", highlight=False, soft_wrap=True)
+        # escaped: the message quotes user input ('d_model=[/]', "pip install '.[ray]'"), never markup
+        errors.print(f"[bold red]zoo: error:[/bold red] {escape(str(err))}", highlight=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         errors.print("zoo: interrupted; checkpoints and finished results are kept: `zoo train ... --resume` or "

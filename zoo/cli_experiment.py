@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from zoo.experiment import load_experiment, store
@@ -48,7 +49,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                  + f" -> records in {out / RECORDS}, run directories in {runs}")
     for name, (state, reason) in results.items():
         if state in ("failed", "locked"):
-            errors.print(f"  [red]{name}: {state}[/]: {reason}")
+            errors.print(f"  [red]{escape(name)}: {state}[/]: {escape(reason)}")
     if args.report:
         cmd_report(args)
     else:
@@ -164,8 +165,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not records.is_dir():
         raise ReportError(f"--out: {out} holds no records/ folder; run the experiment first (zoo run "
                           f"{args.experiment}) or point --out at the report folder that holds its records")
-    with errors.status(f"reading {records}, testing, plotting, checking equivalence..."):
-        path, report = build_report(experiment, records, out, _report_command(args))
+    try:
+        with errors.status(f"reading {records}, testing, plotting, checking equivalence..."):
+            path, report = build_report(experiment, records, out, _report_command(args))
+    except OSError as err:  # a read-only or full --out: say where, not a traceback
+        where = f" ({err.filename})" if err.filename else ""
+        raise ReportError(f"--out: cannot write the report into {out}: {err.strerror or err}{where}; "
+                          "point --out at a folder you can write, holding the records/ folder") from None
     for found in report.tasks:
         for title, (header, rows) in (("outcomes", outcome_rows(experiment, found)),
                                       ("against the baseline", terminal_rows(experiment, found))):
@@ -176,7 +182,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             for i in shown:
                 table.add_column(header[i], justify="left" if i == 0 else "right", no_wrap=i == 0)
             for row in rows:
-                table.add_row(*(re.sub(r"\*\*(.+?)\*\*", r"[bold]\1[/]", row[i]) for i in shown))
+                table.add_row(*(re.sub(r"\*\*(.+?)\*\*", r"[bold]\1[/]", escape(row[i])) for i in shown))
             console.print(table)
     print(path)
     return 0
@@ -206,7 +212,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for i, column in enumerate(header):
             table.add_column(column, justify="left" if i == 0 else "right")
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*map(escape, row))
         console.print(table)
     return 0
 

@@ -7,14 +7,15 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
 from zoo.config_io import parse_assignments
 from zoo.data import TaskConfig, check_files, load_task
 from zoo.data.corpus import decode_utf8
-from zoo.decode import DecodeConfig
-from zoo.errors import RunError
+from zoo.decode import MAX_BEAM, DecodeConfig
+from zoo.errors import RunError, ZooError
 from zoo.spec import load_spec
 from zoo.train import Trainer, check_fits, fit_to_task, load_run, load_train_config, save_evaluation
 
@@ -60,7 +61,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                                  f"({summary['train_seconds']:.0f} s)",
                                  {k: v for k, v in final.items() if k != "event"}))
     if summary["status"] != "complete":
-        errors.print(f"[bold red]{summary['reason']}[/bold red]")
+        errors.print(f"[bold red]{escape(summary['reason'])}[/bold red]")
         return 1
     return 0
 
@@ -73,12 +74,13 @@ def _decode_config(args: argparse.Namespace) -> DecodeConfig:
 def cmd_translate(args: argparse.Namespace) -> int:
     from zoo.evaluate import translate
 
+    decode = _decode_config(args)
     model, task, _ = load_run(args.run_dir)
     text = decode_utf8(sys.stdin.buffer.read(), "stdin", "zoo translate reads UTF-8 text, one sentence per line")
     lines = [line.removesuffix("\r") for line in text.split("\n")]
     if lines[-1] == "":  # the final newline ends the last line; it does not start another
         lines.pop()
-    outputs = translate(model, task, [task.encode_source(line) for line in lines], _decode_config(args))
+    outputs = translate(model, task, [task.encode_source(line) for line in lines], decode)
     for line in outputs:
         print(line)
     return 0
@@ -87,11 +89,14 @@ def cmd_translate(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from zoo.evaluate import evaluate
 
+    decode = _decode_config(args)  # checked before the model is loaded: a bad setting is one line at once
+    if args.limit is not None and args.limit < 1:
+        raise ZooError(f"--limit: {args.limit} is not allowed; expected a number of sentences >= 1")
     model, task, _ = load_run(args.run_dir)
     total = min(args.limit or len(task.examples(args.split)), len(task.examples(args.split)))
     with Progress(console=errors, transient=True) as bar:
         progress = bar.add_task(f"decoding {args.split} (beam {args.beam})", total=total)
-        metrics, hypotheses = evaluate(model, task, args.split, _decode_config(args), limit=args.limit,
+        metrics, hypotheses = evaluate(model, task, args.split, decode, limit=args.limit,
                                        progress=lambda n: bar.advance(progress, n))
     name = f"eval-{args.split}-beam{args.beam}" + (f"-first{args.limit}" if args.limit else "")
     console.print(_metrics_table(f"{args.run_dir} on {args.split} -> {name}.json", metrics))  # before saving: a
@@ -165,7 +170,8 @@ def add_commands(sub) -> None:
         if name == "evaluate":
             p.add_argument("--split", default="test", choices=["train", "valid", "test"])
             p.add_argument("--limit", type=int, help="only the first N sentences")
-        p.add_argument("--beam", type=int, default=1 if name == "evaluate" else 4, help="beam size (1 = greedy)")
+        p.add_argument("--beam", type=int, default=1 if name == "evaluate" else 4,
+                       help=f"beam size (1 = greedy, at most {MAX_BEAM})")
         p.add_argument("--alpha", type=float, default=0.6, help="GNMT length penalty exponent")
         p.add_argument("--max-ratio", type=float, default=1.5, help="output length limit: ratio x source length")
         p.add_argument("--max-extra", type=int, default=10, help="... plus this many tokens")

@@ -2,30 +2,61 @@
 
 One module so that each config reads files, parses `--set KEY=VALUE` and words validation errors
 the same way: a file that is not UTF-8, a YAML or JSON key given twice, or an unknown key in a
-nested table is one line naming the file, the key and what is allowed.
+nested table is one line naming the file, the key and what is allowed. A config file is a regular
+file of at most MAX_CONFIG_BYTES, and YAML aliases are refused, so no file (`/dev/zero`, a
+"billion laughs" of nested aliases) can make reading it exhaust memory or time.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, get_args
 
 import yaml
-from pydantic import AllowInfNan, BaseModel, Strict
+from pydantic import AfterValidator, AllowInfNan, BaseModel, Strict
+from pydantic_core import PydanticCustomError
 
 from zoo.errors import SpecError
 
-# A number where a number is meant: not a boolean (`steps=true` would be 1), not inf or NaN.
+# A number where a number is meant: not a boolean (`steps=true` would be 1), not inf or NaN. Every numeric
+# field of every config (spec and component options, task, training, decoding, experiment) is one of these,
+# so the rule lives here once; tests/test_input_checks.py checks every registered component's options.
 Count = Annotated[int, Strict()]
 Number = Annotated[float, Strict(), AllowInfNan(False)]
 
 
+def _check_label(value: str) -> str:
+    """A name printed in tables and messages stays one clean cell: a newline or a separator in it broke them."""
+    if not value or value != value.strip() or not value.isprintable() or "/" in value or "\\" in value:
+        raise PydanticCustomError("zoo_label", "must be non-empty printable text without leading or trailing "
+                                  "spaces, control characters or path separators")
+    return value
+
+
+# A display name (a spec's `name`). Names that become folders (experiment names, variant and task labels)
+# are stricter still: zoo.experiment.store.check_name.
+Label = Annotated[str, AfterValidator(_check_label)]
+
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024  # specs and experiments are a few KB; the README states this cap
+
+
 # -- reading ---------------------------------------------------------------------------------------
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """yaml.safe_load keeps the last of two equal keys; a config that says two things is refused."""
+    """yaml.safe_load keeps the last of two equal keys; a config that says two things is refused. Aliases
+    (`*name`) are refused too: nested ones expand exponentially (a 450-byte file hung `zoo show`)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, f"alias *{event.anchor} is not allowed in a zoo config; "
+                                              "write the value out", event.start_mark)
+        return super().compose_node(parent, index)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen = set()
@@ -50,7 +81,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     """Parse a TOML, YAML or JSON file (spec, training config or experiment) into a dict, not yet validated."""
     path = Path(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = _read_capped(path).decode("utf-8")
     except OSError as err:
         raise SpecError(f"{path}: cannot read the file ({err.strerror})") from None
     except UnicodeDecodeError as err:
@@ -74,6 +105,19 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise SpecError(f"{path}: not valid {path.suffix.lstrip('.').upper()}: {detail}") from None
     if not isinstance(data, dict):
         raise SpecError(f"{path}: the file must hold a table of fields, not {type(data).__name__}")
+    return data
+
+
+def _read_capped(path: Path) -> bytes:
+    """The bytes of a regular file of at most MAX_CONFIG_BYTES (checked on the open file, and by reading
+    one byte more than the cap, so a file that grows or a device cannot slip past; opened non-blocking, so
+    a FIFO is refused, not waited on)."""
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise SpecError(f"{path}: not a regular file; a config must be a file, not a device, pipe or folder")
+        data = handle.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise SpecError(f"{path}: larger than {MAX_CONFIG_BYTES // 2**20} MB, the limit for a config file")
     return data
 
 

@@ -23,6 +23,7 @@ Tensor = torch.Tensor
 
 
 MAX_RATIO = 10.0  # no translation is ten times its source; a larger ratio only lets a broken model babble
+MAX_BEAM = 64  # published NMT gains stop near beam 4-10; a beam of 100000 only never finishes
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class DecodeConfig:
 
     def __post_init__(self) -> None:
         """Checked here, so `zoo translate --max-ratio nan` is one line, not a tensor of garbage lengths."""
-        checks = {"beam": (self.beam, "an integer >= 1", lambda v: _integer(v) and v >= 1),
+        checks = {"beam": (self.beam, f"an integer in [1, {MAX_BEAM}]", lambda v: _integer(v) and 1 <= v <= MAX_BEAM),
                   "alpha": (self.alpha, "a finite number >= 0", lambda v: _finite(v) and v >= 0),
                   "max_ratio": (self.max_ratio, f"a finite number in [0, {MAX_RATIO:g}]",
                                 lambda v: _finite(v) and 0 <= v <= MAX_RATIO),

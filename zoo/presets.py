@@ -1,17 +1,19 @@
 """Named presets: the TOML files in the repository's `registry/` folder.
 
 After `pip install .` they are package data of `zoo._registry`; in a source checkout they are read
-from `registry/` beside the package. `ZOO_PRESETS` (a folder) adds the user's own presets.
+from `registry/` beside the package. `ZOO_PRESETS` (a folder) adds the user's own presets. A preset file
+that cannot be read (not UTF-8, not TOML, too large) is an error only when that preset is asked for:
+`zoo list` names it on one line and goes on with the others.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
+from zoo.config_io import read_config_file
 from zoo.errors import SpecError
 from zoo.spec import apply_overrides
 
@@ -54,8 +56,7 @@ def preset_data(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
     paths = preset_paths()
     if name not in paths:
         raise SpecError(unknown_preset(name, paths, " (and no such spec file)"))
-    with paths[name].open("rb") as handle:
-        return with_base(tomllib.load(handle), (*seen, name))
+    return with_base(read_config_file(paths[name]), (*seen, name), source=str(paths[name]))
 
 
 def unknown_preset(name: str, paths: dict[str, Path], note: str = "") -> str:

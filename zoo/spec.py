@@ -16,7 +16,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsA
 from pydantic_core import PydanticCustomError
 
 from zoo import components  # noqa: F401  (registers every built-in component)
-from zoo.config_io import describe_error, read_config_file
+from zoo.config_io import Count, Label, Number, describe_error, read_config_file
 from zoo.errors import IncompatibleComponents, RegistryError, SpecError
 from zoo.registry import SlotParams, registry
 
@@ -56,18 +56,18 @@ class ModelSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = "custom"
+    name: Label = "custom"
     description: str = ""
     notes: str = Field("", description="how the preset reproduces its source, and what it could not")
-    d_model: int = Field(512, gt=0, strict=True)
-    n_heads: int = Field(8, gt=0, strict=True)
-    d_ff: int = Field(2048, gt=0, strict=True)
-    encoder_layers: int = Field(6, gt=0, strict=True)
-    decoder_layers: int = Field(6, gt=0, strict=True)
-    dropout: float = Field(0.1, ge=0, lt=1)
-    src_vocab: int = Field(32000, gt=0, strict=True)
-    tgt_vocab: int = Field(32000, gt=0, strict=True)
-    pad_id: int = Field(0, ge=0, strict=True)
+    d_model: Count = Field(512, gt=0)
+    n_heads: Count = Field(8, gt=0)
+    d_ff: Count = Field(2048, gt=0)
+    encoder_layers: Count = Field(6, gt=0)
+    decoder_layers: Count = Field(6, gt=0)
+    dropout: Number = Field(0.1, ge=0, lt=1)
+    src_vocab: Count = Field(32000, gt=0)
+    tgt_vocab: Count = Field(32000, gt=0)
+    pad_id: Count = Field(0, ge=0)
 
     residual: _slot_field("residual") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
     norm: _slot_field("norm") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]

@@ -24,6 +24,7 @@ from torch import nn
 
 from zoo.components.masks import AttentionMask
 from zoo.components.positional import NO_POSITIONS, RelativePositions
+from zoo.config_io import Count, Number
 from zoo.errors import ZooError
 from zoo.registry import SlotParams, register, registry
 
@@ -52,7 +53,7 @@ class KVCache:
 
 
 class AttentionParams(SlotParams):
-    dropout: float | None = Field(None, ge=0, lt=1, description="dropout on attention weights; None = spec.dropout")
+    dropout: Number | None = Field(None, ge=0, lt=1, description="dropout on attention weights; None = spec.dropout")
     share_self_cross: bool = Field(
         False, description="the decoder uses one attention module, and its norm, for self- and cross-attention (001)"
     )
@@ -266,7 +267,7 @@ class MatmulAttention(ProjectedAttention):
 
 
 class QKNormParams(ProjectionParams):
-    length: int = Field(64, gt=1, description="L in the initial scale g0 = log2(L^2 - L) (Henry et al. 2020)")
+    length: Count = Field(64, gt=1, description="L in the initial scale g0 = log2(L^2 - L) (Henry et al. 2020)")
 
 
 @register("attention", "qk-norm", params=QKNormParams)

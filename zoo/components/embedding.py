@@ -14,6 +14,7 @@ import torch
 from pydantic import Field
 from torch import nn
 
+from zoo.config_io import Count, Number
 from zoo.registry import SlotParams, register, registry
 
 
@@ -22,7 +23,7 @@ class EmbeddingParams(SlotParams):
     scale: bool = Field(True, description="multiply embeddings by sqrt(d_model)")
     padding_idx: bool = Field(False, description="nn.Embedding(padding_idx=pad_id): pad row zero, "
                                                  "never updated (000, 001)")
-    extra_rows: int = Field(0, ge=0, description="table rows beyond the vocabulary (001 allocates vocab + 1)")
+    extra_rows: Count = Field(0, ge=0, description="table rows beyond the vocabulary (001 allocates vocab + 1)")
     norm: bool = Field(False, description="apply the spec's norm after embedding + position + dropout (000)")
 
 
@@ -56,7 +57,7 @@ class LookupEmbedding(TokenEmbedding):
 
 
 class FixNormParams(EmbeddingParams):
-    radius: float = Field(1.0, gt=0, description="the length every embedding is fixed to, before the sqrt(d) scale")
+    radius: Number = Field(1.0, gt=0, description="the length every embedding is fixed to, before the sqrt(d) scale")
 
 
 @register("embedding", "fixnorm", params=FixNormParams)

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
+from zoo.config_io import Number
 from zoo.registry import SlotParams, register, registry
 
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
@@ -21,7 +22,7 @@ ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 class FFNParams(SlotParams):
     activation: Literal["relu", "gelu"] = "relu"
-    dropout: float | None = Field(None, ge=0, lt=1, description="dropout after the activation; None = spec.dropout")
+    dropout: Number | None = Field(None, ge=0, lt=1, description="dropout after the activation; None = spec.dropout")
 
 
 class FeedForward(nn.Module):
@@ -75,7 +76,7 @@ class Conv1dFFN(FeedForward):
 
 
 class GLUParams(SlotParams):
-    dropout: float | None = Field(None, ge=0, lt=1, description="dropout on the gated product; None = spec.dropout")
+    dropout: Number | None = Field(None, ge=0, lt=1, description="dropout on the gated product; None = spec.dropout")
     bias: bool = Field(False, description="biases on w1, w3, w2 (Shazeer 2020 has none)")
 
 

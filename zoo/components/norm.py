@@ -12,6 +12,7 @@ import torch
 from pydantic import Field
 from torch import nn
 
+from zoo.config_io import Number
 from zoo.registry import SlotParams, register, registry
 
 
@@ -26,7 +27,7 @@ registry.define_slot("norm", base=Norm, default="layernorm", doc="normalisation 
 
 
 class LayerNormParams(SlotParams):
-    eps: float = Field(1e-5, gt=0, description="added to the variance inside the square root")
+    eps: Number = Field(1e-5, gt=0, description="added to the variance inside the square root")
 
 
 @register("norm", "layernorm", params=LayerNormParams)
@@ -45,7 +46,7 @@ class LayerNorm(Norm):
 
 
 class AnnotatedLayerNormParams(SlotParams):
-    eps: float = Field(1e-6, gt=0, description="added to the standard deviation")
+    eps: Number = Field(1e-6, gt=0, description="added to the standard deviation")
 
 
 @register("norm", "layernorm-annotated", params=AnnotatedLayerNormParams)
@@ -72,7 +73,7 @@ class AnnotatedLayerNorm(Norm):
 
 
 class RMSNormParams(SlotParams):
-    eps: float = Field(1e-6, gt=0, description="added to the mean square inside the square root")
+    eps: Number = Field(1e-6, gt=0, description="added to the mean square inside the square root")
 
 
 @register("norm", "rmsnorm", params=RMSNormParams)
@@ -95,7 +96,7 @@ class RMSNorm(Norm):
 
 
 class ScaleNormParams(SlotParams):
-    eps: float = Field(1e-5, gt=0, description="lower bound on the norm ||x||")
+    eps: Number = Field(1e-5, gt=0, description="lower bound on the norm ||x||")
 
 
 @register("norm", "scalenorm", params=ScaleNormParams)

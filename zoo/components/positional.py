@@ -15,6 +15,7 @@ import torch
 from pydantic import Field
 from torch import nn
 
+from zoo.config_io import Count, Number
 from zoo.errors import ZooError
 from zoo.registry import SlotParams, register, registry
 
@@ -37,8 +38,8 @@ NO_POSITIONS = RelativePositions()
 
 
 class PositionalParams(SlotParams):
-    dropout: float | None = Field(None, ge=0, lt=1, description="dropout on embedding + position; None = spec.dropout")
-    max_len: int = Field(5000, gt=0, description="longest sequence the table covers")
+    dropout: Number | None = Field(None, ge=0, lt=1, description="dropout on embedding + position; None = spec.dropout")
+    max_len: Count = Field(5000, gt=0, description="longest sequence the table covers")
 
 
 class Positional(nn.Module):
@@ -130,7 +131,7 @@ class RelativeOnly(Positional):
 
 
 class RotaryParams(PositionalParams):
-    base: float = Field(10000.0, gt=1, description="theta_i = base^(-2i/Dh), the paper's 10000")
+    base: Number = Field(10000.0, gt=1, description="theta_i = base^(-2i/Dh), the paper's 10000")
 
 
 class RotaryPositions(RelativePositions):

@@ -22,6 +22,7 @@ import torch
 from pydantic import Field
 from torch import nn
 
+from zoo.config_io import Number
 from zoo.registry import SlotParams, register, registry
 
 Sublayer = Callable[[torch.Tensor], torch.Tensor]
@@ -40,7 +41,7 @@ class Placement:
 
 class ResidualParams(SlotParams):
     final_norm: bool = Field(description="a norm after the last encoder and decoder layer")
-    dropout: float | None = Field(None, ge=0, lt=1, description="dropout on the sublayer output; None = spec.dropout")
+    dropout: Number | None = Field(None, ge=0, lt=1, description="dropout on the sublayer output; None = spec.dropout")
     dropout_on: list[SublayerName] = Field(
         default_factory=lambda: ["self_attn", "cross_attn", "ffn"],
         description="which sublayers' outputs get residual dropout (000 drops only the FFN branch)",

@@ -14,7 +14,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from zoo.config_io import describe_error
+from zoo.config_io import Count, describe_error
 from zoo.errors import DataError
 
 SYNTHETIC = ("copy", "reverse", "sort", "long-copy")
@@ -59,23 +59,23 @@ class TaskConfig(BaseModel):
     data_dir: Path | None = Field(None, description="folder holding CORPUS/ folders; "
                                                     "default $ZOO_DATA_DIR, else ../shared/data")
     # synthetic
-    symbols: int = Field(20, ge=1, strict=True, description="alphabet size of synthetic tasks")
-    min_len: int = Field(5, ge=1, strict=True)
-    max_len: int = Field(20, ge=1, strict=True)
-    train_size: int = Field(20000, ge=1, strict=True)
-    valid_size: int = Field(500, ge=1, strict=True)
-    test_size: int = Field(500, ge=1, strict=True)
-    seed: int = Field(0, strict=True)
+    symbols: Count = Field(20, ge=1, description="alphabet size of synthetic tasks")
+    min_len: Count = Field(5, ge=1)
+    max_len: Count = Field(20, ge=1)
+    train_size: Count = Field(20000, ge=1)
+    valid_size: Count = Field(500, ge=1)
+    test_size: Count = Field(500, ge=1)
+    seed: Count = Field(0)
     # text
     tokenizer: Literal["bpe", "wordlevel"] = "bpe"
-    vocab_size: int = Field(8000, gt=4, strict=True, description="per side if not joint, including special tokens")
+    vocab_size: Count = Field(8000, gt=4, description="per side if not joint, including special tokens")
     joint: bool = Field(True, description="one tokenizer for both languages (needed when src/tgt embeddings are tied)")
     lowercase: bool = Field(False, description="NFD + strip accents + lowercase (writeup 003's word-level setting)")
     detokenize: Literal["none", "moses"] = Field(
         "none", description="scoring only: Moses-detokenize references and outputs (unescaping &apos; and the like) "
                             "before sacreBLEU, for Moses-tokenized corpora such as wmt-ende-10k, so BLEU and chrF are "
                             "on plain text as published sacreBLEU scores are; training still sees the corpus as is")
-    max_tokens_per_sentence: int = Field(256, ge=1, strict=True, description="longer training pairs are dropped")
+    max_tokens_per_sentence: Count = Field(256, ge=1, description="longer training pairs are dropped")
     long_sentences: Literal["error", "truncate", "skip"] = Field(
         "error", description="a sentence of any split with more tokens than the model's positional table covers "
         "(positional.max_len - 1: one position goes to eos or bos): 'error' names its file and line; 'truncate' "

@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from zoo.config_io import Count, Number, describe_error, read_config_file
 from zoo.data import TaskConfig, check_files
-from zoo.decode import MAX_RATIO
+from zoo.decode import MAX_BEAM, MAX_RATIO
 from zoo.errors import DataError, SpecError, ZooError
 from zoo.experiment.store import check_name
 from zoo.plugins import PluginError, load_all
@@ -71,10 +72,10 @@ class StallSettings(BaseModel):
     """When a complete run counts as *stalled*: trained to the end without learning the task."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-    floor: float | None = Field(None, ge=0, description="final primary validation metric below this ⇒ stalled "
+    floor: Number | None = Field(None, ge=0, description="final primary validation metric below this ⇒ stalled "
                                                         "(default: 1 BLEU, 10 chrF, 5% exact match, 20% token "
                                                         "accuracy; 0: no floor, every complete run counts in quality)")
-    patience: int | None = Field(None, ge=1, strict=True, description="no improvement over the last N evaluations "
+    patience: Count | None = Field(None, ge=1, description="no improvement over the last N evaluations "
                                                                       "⇒ stalled (default: not used)")
 
 
@@ -99,6 +100,15 @@ class TaskEntry(BaseModel):
                           "+2.54 BLEU (experiments/budget-pilot.toml)': findings that need convergence are then not "
                           "testable on this task, with this as the reason. The last-quarter rule cannot see it under "
                           "a schedule that decays to zero")
+
+    @field_validator("options")
+    @classmethod
+    def _no_name_in_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """`options = {name = ...}` would clash with the task's own name when the TaskConfig is built."""
+        if "name" in value:
+            raise PydanticCustomError("zoo_option", "'name' is not a task option; the task is named by its own "
+                                      "`name` field")
+        return value
 
     @property
     def key(self) -> str:
@@ -138,17 +148,17 @@ class Analysis(BaseModel):
     """How the report judges: the significance level, the correction and the least seeds for a verdict."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-    alpha: float = Field(0.05, gt=0, lt=0.5, description="family-wise error rate of the verdicts")
+    alpha: Number = Field(0.05, gt=0, lt=0.5, description="family-wise error rate of the verdicts")
     correction: Literal["holm", "benjamini-hochberg"] = Field(
         "holm", description="holm controls the chance of any false verdict; benjamini-hochberg the expected share")
-    min_seeds: int = Field(3, ge=3, strict=True, description="complete seeds per arm below which no verdict is "
+    min_seeds: Count = Field(3, ge=3, description="complete seeds per arm below which no verdict is "
                                                              "given (per-seed values are shown instead)")
-    power: float = Field(0.8, gt=0, lt=1, description="power for the minimum detectable effect and `zoo plan`")
+    power: Number = Field(0.8, gt=0, lt=1, description="power for the minimum detectable effect and `zoo plan`")
 
 
 class DecodeSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    beam: Count = Field(1, gt=0)
+    beam: Count = Field(1, gt=0, le=MAX_BEAM)
     alpha: Number = Field(0.6, ge=0)
     max_ratio: Number = Field(1.5, gt=0, le=MAX_RATIO)
     max_extra: Count = Field(10, ge=0)
@@ -158,11 +168,11 @@ class Regime(BaseModel):
     """Where a published finding applies; the report checks it before testing the finding."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    min_seeds: int = Field(5, ge=1, strict=True, description="complete seeds per arm")
+    min_seeds: Count = Field(5, ge=1, description="complete seeds per arm")
     converged: bool = Field(False, description="both arms' primary validation metric must have flattened: its mean "
                                                "over seeds changed by less than `tolerance` over the last quarter "
                                                "of training")
-    tolerance: float = Field(1.0, gt=0, allow_inf_nan=False, description="see `converged`, in the metric's units")
+    tolerance: Number = Field(1.0, gt=0, description="see `converged`, in the metric's units")
     single_factor: bool = Field(True, description="the two variants differ in one spec field or training setting")
 
 
@@ -195,7 +205,7 @@ class Finding(BaseModel):
     source: str = Field(description="citation, e.g. 'Xiong et al. 2020, On Layer Normalization in the Transformer'")
     published: str = Field("", description="the published effect size as the paper gives it, with where "
                                            "(e.g. 'Table 3 row (A): 25.7 vs 25.8 BLEU')")
-    effect: float | None = Field(None, description="the published effect in this metric's units, signed as the "
+    effect: Number | None = Field(None, description="the published effect in this metric's units, signed as the "
                                                    "claim expects; the report gives the power this design had for it")
     regime: Regime = Field(default_factory=Regime)
 
@@ -222,7 +232,7 @@ class ExperimentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(description="names runs/<name>/ and reports/<name>/")
     description: str = ""
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[Count] = Field(default_factory=lambda: [0], min_length=1)
     baseline: str | None = Field(None, description="label of the variant others are compared against "
                                                    "(default: the first)")
     shared: dict[str, Any] = Field(default_factory=dict, description="spec overrides applied to every variant")

@@ -32,7 +32,7 @@ from typing import Any
 from zoo.errors import ZooError
 
 # A name that becomes one path component: no separators, no '..', not hidden, not empty.
-SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+:=-]{0,99}$")
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+:=-]{0,99}")  # fullmatch: `$` let "x\n" through
 STALE = ".stale"
 LOCKS = ".locks"
 RECORDS = "records"  # reports/<experiment>/records/
@@ -44,7 +44,7 @@ class StoreError(ZooError):
 
 def check_name(value: str, what: str) -> str:
     """`value` if it can name a folder safely; ValueError naming `what` otherwise."""
-    if not isinstance(value, str) or not SAFE_NAME.match(value) or ".." in value:
+    if not isinstance(value, str) or not SAFE_NAME.fullmatch(value) or ".." in value:
         raise ValueError(f"{what}: {value!r} must start with a letter or digit and hold only letters, digits and "
                          "_ . + : = - (at most 100 characters, no '..'): it names a folder")
     return value

@@ -94,6 +94,7 @@ def load(path: Path) -> Checkpoint:
             tensors = {name: file.get_tensor(name) for name in file.keys()}  # noqa: SIM118 (safe_open is not iterable)
         if meta.get("format") != FORMAT:
             raise ValueError(f"format {meta.get('format')!r}, expected {FORMAT}")
+        _check_shape(meta, tensors)
         state = {int(index): {key: tensors[f"optimizer/{index}/{key}"] if entry is None else entry["value"]
                               for key, entry in entries.items()} for index, entries in meta["state"].items()}
         return Checkpoint(
@@ -103,9 +104,30 @@ def load(path: Path) -> Checkpoint:
             position=dict(meta["position"]), rng=tensors["rng/cpu"],
             cuda_rng=[tensors[f"rng/cuda/{i}"] for i in range(sum(n.startswith("rng/cuda/") for n in tensors))],
             spec_digest=str(meta["spec_digest"]))
-    except (SafetensorError, OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise RunError(f"{path}: not a readable zoo checkpoint ({type(err).__name__}: {err}); "
+    except (SafetensorError, OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
+        detail = " ".join(str(err).split())[:200]  # one line, whatever the file says
+        raise RunError(f"{path}: not a readable zoo checkpoint ({type(err).__name__}: {detail}); "
                        "it is truncated or corrupt, or was not written by zoo") from None
+
+
+def _check_shape(meta: Any, tensors: dict[str, torch.Tensor]) -> None:
+    """The metadata and RNG states have the shapes `save` writes (ValueError otherwise), so that a crafted
+    file fails here, naming itself, and not as a TypeError in the optimizer or a RuntimeError in torch's RNG."""
+    tables = {"position": dict, "param_groups": list, "state": dict}
+    for key, kind in tables.items():
+        if not isinstance(meta.get(key), kind):
+            raise ValueError(f"{key}: expected a {kind.__name__}, got {type(meta.get(key)).__name__}")
+    if not all(isinstance(group, dict) for group in meta["param_groups"]):
+        raise ValueError("param_groups: expected a list of tables")
+    if not all(isinstance(entries, dict) and all(entry is None or isinstance(entry, dict) and "value" in entry
+                                                 for entry in entries.values()) for entries in meta["state"].values()):
+        raise ValueError("state: expected {index: {key: null or {\"value\": ...}}}")
+    expected = torch.get_rng_state()
+    for name, state in tensors.items():
+        if name.startswith("rng/") and (state.dtype != torch.uint8 or state.dim() != 1
+                                        or name == "rng/cpu" and state.shape != expected.shape):
+            raise ValueError(f"{name}: not an RNG state, a uint8 vector as torch saves it "
+                             f"(got {state.dtype} of shape {tuple(state.shape)})")
 
 
 def restore(checkpoint: Checkpoint, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None) -> None:
@@ -118,7 +140,7 @@ def restore(checkpoint: Checkpoint, model: torch.nn.Module, optimizer: torch.opt
                        for key, value in group.items()}
                       for group, current in zip(checkpoint.optimizer["param_groups"], optimizer.param_groups)]
             optimizer.load_state_dict({**checkpoint.optimizer, "param_groups": groups})
-    except (RuntimeError, ValueError, KeyError) as err:
+    except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise RunError(f"{checkpoint.path}: does not fit the model or optimizer: {first}") from None
     if optimizer is not None:

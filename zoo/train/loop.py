@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,19 @@ class Position:
     index: int = 0  # next batch within the epoch
     tokens: int = 0  # target tokens trained on
     seconds: float = 0.0  # training time so far
+
+    @classmethod
+    def restored(cls, values: dict[str, Any], path: Path) -> Position:
+        """The position a checkpoint holds, checked first: each known field a number >= 0 of its type (an int
+        where an int is kept), so a crafted checkpoint is one RunError, not a TypeError or IndexError mid-run."""
+        kinds = {field.name: type(field.default) for field in fields(cls)}
+        for key, value in values.items():
+            number = (int, float) if kinds.get(key) is float else int
+            if key not in kinds or isinstance(value, bool) or not isinstance(value, number) \
+                    or not math.isfinite(value) or value < 0:
+                raise RunError(f"{path}: position.{key} = {value!r} is not a position in the data (fields: "
+                               f"{', '.join(kinds)}, each a number >= 0); the checkpoint is damaged or crafted")
+        return cls(**values)
 
 
 def select_device(name: str) -> torch.device:
@@ -171,7 +184,7 @@ class Trainer:
         if found is not None:
             state = checkpoints.load(found)
             checkpoints.restore(state, model, optimizer)
-            pos = Position(**state.position)
+            pos = Position.restored(state.position, found)
         # Lines logged after the checkpoint are replayed identically; drop them so none is doubled.
         kept = [row for row in read_metrics(metrics_file) if row["step"] <= pos.step]
         atomic_write(metrics_file, "".join(json.dumps(row) + "\n" for row in kept))
