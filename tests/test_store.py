@@ -366,3 +366,30 @@ def test_a_changed_report_does_not_make_the_code_dirty():
         assert zoo_commit() == before
     finally:
         report.write_bytes(original)
+
+
+def test_a_complete_record_survives_an_experiment_file_broken_while_the_grid_runs(tmp_path, monkeypatch):
+    """The probe's data loss: seed 1 recorded, a grid of seeds [0, 1] started, and while seed 0 trains an
+    editor half-saves the TOML (`steps = `). Seed 1 then cannot reload the experiment and fails; its complete
+    record must stay as it was, not be replaced by a failed one."""
+    from zoo.experiment import runner
+
+    path = experiment_file(tmp_path, **{"seeds = [0, 1]": "seeds = [1]"})
+    assert run(path, tmp_path)["post-norm/copy/seed-1"][0] == "complete"
+    record = tmp_path / "records" / "post-norm" / "copy" / "seed-1.json"
+    before = record.read_bytes()
+    path.write_text(path.read_text().replace("seeds = [1]", "seeds = [0, 1]"))
+    experiment = load_experiment(path)
+    real = runner._run_cell
+
+    def run_then_break_the_file(cell, threads):
+        status = real(cell, threads)
+        if cell.seed == 0:
+            path.write_text(path.read_text() + "\nsteps = \n")  # a half-saved line
+        return status
+
+    monkeypatch.setattr(runner, "_run_cell", run_then_break_the_file)
+    results = run_grid(experiment, tmp_path / "runs", tmp_path / "records", live=False)
+    assert results["post-norm/copy/seed-1"][0] == "failed"  # it could not be checked, and says why
+    assert record.read_bytes() == before
+    assert records.read(record)["status"] == "complete"

@@ -199,12 +199,19 @@ def _cell_fields(cell: Cell) -> dict:
 
 
 def _record_failure(cell: Cell, err: BaseException) -> str:
-    """Write the failure where it can be written: the record, else failed.json; returns the reason."""
+    """Write the failure where it can be written: the record, else failed.json; returns the reason.
+    A result already recorded (complete or diverged) is never replaced by a failure: the failure may
+    come before the cell could even be checked (an experiment file made unreadable while the grid runs),
+    so the record is left as it is and the failure goes to failed.json."""
     reason = " ".join(f"{type(err).__name__}: {err}".split())
     trace = traceback.format_exc()
-    for write in (lambda: records.write(cell.record, records.failed(
-                      records.base(_cell_fields(cell), {}, "", cell.concurrent, cell.commit), reason, trace)),
-                  lambda: rundir.write_json(cell.out / rundir.FAILED, {"reason": reason, "traceback": trace})):
+    kept = (read_record(cell.record) or {}).get("status") in ("complete", "diverged")
+    places = [] if kept else [lambda: records.write(cell.record, records.failed(
+        records.base(_cell_fields(cell), {}, "", cell.concurrent, cell.commit), reason, trace))]
+    places.append(lambda: rundir.write_json(cell.out / rundir.FAILED, {"reason": reason, "traceback": trace}))
+    if kept:
+        reason += " (its recorded result is kept)"
+    for write in places:
         try:
             write()
             return reason
