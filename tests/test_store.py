@@ -393,3 +393,24 @@ def test_a_complete_record_survives_an_experiment_file_broken_while_the_grid_run
     assert results["post-norm/copy/seed-1"][0] == "failed"  # it could not be checked, and says why
     assert record.read_bytes() == before
     assert records.read(record)["status"] == "complete"
+
+
+@pytest.mark.parametrize("plant", ["lock", "task-folder"])
+def test_the_store_never_writes_through_a_planted_link(tmp_path, plant):
+    """A lock file linked to any file got that file truncated and overwritten with a pid; a run directory's task/
+    linked to a folder got task.json written there. Both are refused with one line, and the targets are intact."""
+    path = experiment_file(tmp_path, **{"seeds = [0, 1]": "seeds = [0]"})
+    (cell,) = [c for c in cells(load_experiment(path), tmp_path / "runs", tmp_path / "records")
+               if c.variant == "post-norm"]
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("keep me")
+    if plant == "lock":
+        cell.lock.path.parent.mkdir(parents=True)
+        cell.lock.path.symlink_to(victim / "precious.txt")
+    else:
+        cell.out.mkdir(parents=True)
+        (cell.out / "task").symlink_to(victim, target_is_directory=True)
+    status, reason = execute(cell)
+    assert status == "failed" and "a symbolic link" in reason and "\n" not in reason
+    assert (victim / "precious.txt").read_text() == "keep me" and sorted(os.listdir(victim)) == ["precious.txt"]

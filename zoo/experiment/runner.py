@@ -140,6 +140,8 @@ def _run_cell(cell: Cell, threads: int | None) -> str:
 
     if threads:
         torch.set_num_threads(threads)
+    store.refuse_links(Path(cell.runs_root), cell.out)  # before anything is written there
+    store.refuse_links(Path(cell.records_root), cell.record)
     experiment = load_experiment(cell.experiment)
     entry = next(t for t in experiment.config.tasks if t.key == cell.task)
     current = store.definition(experiment, cell.variant, entry, cell.seed)
@@ -226,6 +228,7 @@ def execute(cell: Cell, threads: int | None = None, wait: bool = False) -> tuple
     lock = cell.lock
     try:
         load_all(cell.plugins, environment=False)  # a worker process starts without the parent's plugins
+        store.refuse_links(Path(cell.runs_root), lock.path)
         if not lock.acquire(blocking=wait):
             return "locked", f"held by another zoo run (pid {lock.holder()})"
         return _run_cell(cell, threads), ""

@@ -19,6 +19,7 @@ can never be left stuck. Every path the store writes is checked to stay under it
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -56,6 +57,24 @@ def inside(root: Path, path: Path) -> Path:
     if resolved != resolved_root and resolved_root not in resolved.parents:
         raise StoreError(f"{path}: outside {root}; refusing to write there")
     return Path(path)
+
+
+def refuse_links(root: Path, path: Path) -> None:
+    """StoreError when a symbolic link lies between `root` and `path`, is `path`, or (for a folder) lies
+    anywhere below it: a link planted under the store would make it write somewhere else."""
+    root, path = Path(root), Path(path)
+    candidates = [root / part for part in _prefixes(path.relative_to(root))] if path.is_relative_to(root) else [path]
+    if path.is_dir() and not path.is_symlink():
+        candidates += list(path.rglob("*"))
+    for candidate in candidates:
+        if candidate.is_symlink():
+            raise StoreError(f"{candidate}: a symbolic link under {root}; zoo does not write through links "
+                             "(remove it, or give --runs/--out a folder without links)")
+
+
+def _prefixes(relative: Path) -> list[Path]:
+    parts = relative.parts
+    return [Path(*parts[: i + 1]) for i in range(len(parts))]
 
 
 def cell_part(variant: str, task: str, seed: int) -> Path:
@@ -227,7 +246,12 @@ class CellLock:
 
     def acquire(self, blocking: bool = False) -> bool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise StoreError(f"{self.path}: a symbolic link; zoo does not write through links") from None
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
         except BlockingIOError:
