@@ -414,3 +414,15 @@ def test_the_store_never_writes_through_a_planted_link(tmp_path, plant):
     status, reason = execute(cell)
     assert status == "failed" and "a symbolic link" in reason and "\n" not in reason
     assert (victim / "precious.txt").read_text() == "keep me" and sorted(os.listdir(victim)) == ["precious.txt"]
+
+
+def test_a_records_temporary_file_left_by_a_kill_is_removed_when_the_cell_is_next_opened(tmp_path):
+    path = experiment_file(tmp_path, **{"seeds = [0, 1]": "seeds = [0]"})
+    grid = cells(load_experiment(path), tmp_path / "runs", tmp_path / "records")
+    left = grid[0].record.parent / f".{grid[0].record.name}.x1y2z3{TEMP_SUFFIX}"  # killed just before the rename
+    other = grid[0].record.parent / f".seed-7.json.abc{TEMP_SUFFIX}"  # another cell's: not this cell's to remove
+    left.parent.mkdir(parents=True)
+    left.write_text("{")
+    other.write_text("{")
+    assert execute(grid[0])[0] == "complete"
+    assert not left.exists() and other.exists()

@@ -121,12 +121,13 @@ def status(run_dir: Path) -> str:
     return "started" if (run_dir / METRICS).exists() else "pending"
 
 
-def clean_temporaries(run_dir: Path) -> list[Path]:
+def clean_temporaries(run_dir: Path, pattern: str = f".*{TEMP_SUFFIX}") -> list[Path]:
     """Remove the temporary files of atomic writes that a kill interrupted; returns what was removed.
-    Only call this while holding the run's lock: a live writer's temporary file looks the same."""
+    Only call this while holding the run's lock: a live writer's temporary file looks the same.
+    `pattern`: which temporaries (a cell's record shares its folder with other cells' records)."""
     removed = []
     if run_dir.is_dir():
-        for path in run_dir.rglob(f".*{TEMP_SUFFIX}"):
+        for path in run_dir.rglob(pattern):
             path.unlink(missing_ok=True)
             removed.append(path)
     return removed

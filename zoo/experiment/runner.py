@@ -36,6 +36,7 @@ from rich.live import Live
 from rich.table import Table
 
 from zoo import rundir
+from zoo.atomic import TEMP_SUFFIX
 from zoo.errors import ZooError
 from zoo.experiment import record as records
 from zoo.experiment import store
@@ -142,6 +143,7 @@ def _run_cell(cell: Cell, threads: int | None) -> str:
         torch.set_num_threads(threads)
     store.refuse_links(Path(cell.runs_root), cell.out)  # before anything is written there
     store.refuse_links(Path(cell.records_root), cell.record)
+    rundir.clean_temporaries(cell.record.parent, f".{cell.record.name}.*{TEMP_SUFFIX}")  # a kill before its rename
     experiment = load_experiment(cell.experiment)
     entry = next(t for t in experiment.config.tasks if t.key == cell.task)
     current = store.definition(experiment, cell.variant, entry, cell.seed)
