@@ -25,11 +25,14 @@ statistics, so every resampled score is sacreBLEU's). A record never exceeds MAX
 from __future__ import annotations
 
 import json
+import math
 import platform
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt, StrictStr, ValidationError, model_validator
 
 from zoo.rundir import (
     METRICS,
@@ -154,9 +157,104 @@ def write(path: Path, record: dict[str, Any]) -> None:
 
 
 def read(path: Path) -> dict[str, Any]:
-    """A record, checked for its format; RunError naming the file otherwise."""
+    """A record, checked against the format above (shapes, types, and a complete record's test metrics
+    against its own per-sentence statistics); RunError naming the file and the first problem otherwise."""
     record = read_table(path)
-    if record.get("format") != FORMAT or not isinstance(record.get("definition"), dict) or \
-            record.get("status") not in ("complete", "diverged", "failed"):
-        raise RunError(f"{path}: not a zoo record of format {FORMAT} (format, definition or status missing)")
+    try:
+        Record.model_validate(record)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "record"
+        raise RunError(f"{path}: not a zoo record of format {FORMAT}: {where}: {first['msg']}") from None
+    problem = inconsistency(record)
+    if problem:
+        raise RunError(f"{path}: a damaged record: {problem}")
     return record
+
+
+Value = StrictFloat | StrictInt | StrictStr | None  # JSON numbers (NaN/inf from a diverged loss), text, null
+
+
+class Summary(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    parameters: StrictInt | None = None
+    steps: StrictInt | None = None
+    epochs: StrictFloat | StrictInt | None = None
+    tokens: StrictInt | None = None
+    train_seconds: StrictFloat | StrictInt | None = None
+    device: StrictStr | None = None
+    precision: StrictStr | None = None
+    spec_digest: StrictStr | None = None
+
+
+class Curves(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    train: dict[str, list[Value]] = {}
+    eval: dict[str, list[Value]] = {}
+
+    @model_validator(mode="after")
+    def _aligned(self) -> "Curves":
+        for part, columns in (("train", self.train), ("eval", self.eval)):
+            if columns and not all(isinstance(step, int) and not isinstance(step, bool)
+                                   for step in columns.get("step", [None])):
+                raise ValueError(f"{part}.step: steps must be integers")
+            if len({len(values) for values in columns.values()}) > 1:
+                raise ValueError(f"{part}: columns of different lengths")
+        return self
+
+
+class Record(BaseModel):
+    """The record format of the module docstring, checked when a record is read (extra fields are kept:
+    a record written by a later zoo may carry more)."""
+
+    model_config = ConfigDict(extra="allow")
+    format: Literal[1]
+    cell: dict[str, Any]
+    definition: dict[str, Any]
+    definition_digest: StrictStr
+    status: Literal["complete", "diverged", "failed"]
+    reason: StrictStr = ""
+    summary: Summary | None = None
+    spec: dict[str, Any] | None = None
+    final: dict[str, Value] | None = None
+    curves: Curves | None = None
+    test: dict[str, Value] | None = None
+    hypotheses: list[StrictStr] | None = None
+    sentences: dict[str, list[list[StrictInt]] | list[StrictInt]] | None = None
+    signatures: dict[str, StrictStr] | None = None
+    provenance: dict[str, Any] = {}
+
+    @model_validator(mode="after")
+    def _complete(self) -> "Record":
+        if self.status == "complete" and (self.test is None or self.sentences is None or self.summary is None):
+            raise ValueError("a complete record needs its summary, test metrics and per-sentence statistics")
+        return self
+
+
+def inconsistency(record: dict[str, Any]) -> str:
+    """Where a complete record's test metrics disagree with what its per-sentence statistics give (a record
+    edited by hand, or damaged), '' when they agree: a report computes from both, and they must be one story."""
+    if record.get("status") != "complete":
+        return ""
+    test, sentences = record["test"], record["sentences"]
+    recomputed = {}
+    if "exact_match" in sentences and sentences["exact_match"]:
+        hits = sentences["exact_match"]
+        recomputed["exact_match"] = 100.0 * sum(hits) / len(hits)
+    for name in ("bleu", "chrf"):
+        rows = sentences.get(name)
+        if rows:
+            from sacrebleu.metrics import BLEU, CHRF
+
+            metric = BLEU() if name == "bleu" else CHRF()
+            try:
+                totals = [sum(column) for column in zip(*rows)]
+                recomputed[name] = metric._compute_score_from_stats(totals).score
+            except (ValueError, IndexError, ZeroDivisionError, TypeError) as err:
+                return f"sentences.{name}: not sacreBLEU statistics ({type(err).__name__})"
+    for name, value in recomputed.items():
+        stated = test.get(name)
+        if not isinstance(stated, (int, float)) or isinstance(stated, bool) or not math.isclose(
+                stated, value, rel_tol=1e-9, abs_tol=1e-6):
+            return f"test.{name} is {stated!r}, but its per-sentence statistics give {value:.6g}"
+    return ""

@@ -1,0 +1,114 @@
+"""Records given to `zoo report`: a damaged or malformed record is one line naming the file, never a
+traceback. Real committed records are mutated at random places: wrong types, missing keys, odd numbers
+(NaN, inf, 1e308, huge integers, booleans), truncated JSON, deep nesting, bytes that are not UTF-8."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from zoo.cli import main
+from zoo.errors import ZooError
+from zoo.experiment import record as records
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = [ROOT / "reports" / "quickstart" / "records" / "post-norm" / "copy" / "seed-0.json",  # stalled
+           ROOT / "reports" / "quickstart" / "records" / "pre-norm" / "copy" / "seed-1.json",
+           ROOT / "reports" / "ablations" / "records" / "rotary" / "multi30k-de-en" / "seed-2.json"]
+ORIGINALS = [json.loads(path.read_text()) for path in SOURCES]
+
+odd = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30), st.just(1e308), st.just(-1e308),
+                st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=6), st.just("[bold]x[/]"),
+                st.just([]), st.just({}), st.just(["a"]), st.just([[1, "2"]]), st.just({"x": [1]}))
+
+
+def _paths(value, prefix=()):
+    """Every place in a JSON value (dict keys and list indices), the top first."""
+    yield prefix
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            yield from _paths(sub, (*prefix, key))
+    elif isinstance(value, list):
+        for index, sub in enumerate(value[:3]):
+            yield from _paths(sub, (*prefix, index))
+
+
+PLACES = [[p for p in _paths(record) if p] for record in ORIGINALS]
+
+
+def mutate(which: int, place: int, action: str, value) -> dict:
+    record = copy.deepcopy(ORIGINALS[which])
+    path = PLACES[which][place % len(PLACES[which])]
+    parent = record
+    for part in path[:-1]:
+        parent = parent[part]
+    if action == "delete" and isinstance(parent, dict):
+        del parent[path[-1]]
+    elif action == "nest":
+        deep = value
+        for _ in range(400):
+            deep = [deep]
+        parent[path[-1]] = deep
+    else:
+        parent[path[-1]] = value
+    return record
+
+
+def read_or_one_line(path: Path) -> None:
+    try:
+        records.read(path)
+    except ZooError as err:
+        message = str(err)
+        assert message and "\n" not in message and str(path) in message, message
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, len(SOURCES) - 1), st.integers(0, 10**6), st.sampled_from(["set", "delete", "nest"]), odd)
+def test_a_mutated_record_reads_or_is_one_line(tmp_path_factory, which, place, action, value):
+    path = tmp_path_factory.mktemp("record") / "seed-0.json"
+    path.write_text(json.dumps(mutate(which, place, action, value), allow_nan=True))
+    read_or_one_line(path)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, len(SOURCES) - 1), st.integers(0, 10**6), st.binary(max_size=4))
+def test_truncated_or_non_utf8_records_are_one_line(tmp_path_factory, which, cut, junk):
+    text = SOURCES[which].read_bytes()
+    path = tmp_path_factory.mktemp("record") / "seed-0.json"
+    path.write_bytes(text[: cut % len(text)] + junk + b"\xff\xfe")
+    read_or_one_line(path)
+
+
+@pytest.fixture(scope="module")
+def quickstart_copy(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("quickstart")
+    shutil.copytree(ROOT / "reports" / "quickstart" / "records", folder / "records")
+    return folder
+
+
+@pytest.mark.parametrize("where, value", [
+    (("summary",), "x"), (("curves", "eval", "step"), ["a"]), (("test", "exact_match"), 1e308),
+    (("sentences", "exact_match"), "x"), (("final",), [1]), (("status",), "done"), (("curves",), {"x": {}}),
+    (("hypotheses",), [1, 2]), (("format",), 2), (("test",), None),
+])
+def test_zoo_report_says_which_record_is_damaged_in_one_line(quickstart_copy, capsys, where, value):
+    path = quickstart_copy / "records" / "pre-norm" / "copy" / "seed-3.json"
+    original = path.read_text()
+    record = json.loads(original)
+    parent = record
+    for part in where[:-1]:
+        parent = parent[part]
+    parent[where[-1]] = value
+    path.write_text(json.dumps(record))
+    try:
+        code = main(["report", str(ROOT / "experiments" / "quickstart.toml"), "--out", str(quickstart_copy)])
+    finally:
+        path.write_text(original)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "seed-3.json" in err and len(err.splitlines()) == 1, err
