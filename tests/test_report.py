@@ -532,3 +532,20 @@ def test_a_published_effect_inside_the_margin_is_not_testable_at_this_margin(fak
     assert check.outcome == UNTESTABLE
     assert "not testable at this margin: the published effect (+2) is within the task's ±5" in check.evidence
     assert "seeds per arm would" in check.evidence
+
+
+def test_strings_from_records_cannot_reshape_the_report(fake, tmp_path):
+    """A CPU name with a newline and raw HTML, a failure reason with a table pipe: one inert line each."""
+    import json
+    import shutil
+
+    experiment, root = fake
+    records_root = shutil.copytree(root, tmp_path / "records")
+    path = records_root / "prenorm" / "copy" / "seed-0.json"
+    record = json.loads(path.read_text())
+    record["provenance"]["cpu"] = "Evil CPU\n## Injected heading <script>alert(1)</script>"
+    record["summary"]["device"] = "cpu | x\n- injected item"
+    path.write_text(json.dumps(record))
+    text = build_report(experiment, records_root, tmp_path / "out", "zoo report fake")[0].read_text()
+    assert "\n## Injected heading" not in text and "<script>" not in text and "\n- injected item" not in text
+    assert "Evil CPU ## Injected heading &lt;script&gt;alert(1)&lt;/script&gt;" in text

@@ -39,6 +39,7 @@ from zoo.report.tables import (
     fmt_p,
     label,
     md_table,
+    md_text,
     outcome_rows,
     overview_rows,
     quality_rows,
@@ -151,10 +152,10 @@ def _unique(tests: list) -> list:
 def provenance(report: Report) -> list[str]:
     """Where the runs trained, from their records (the report's own machine is on its first line)."""
     found = report.analyst.records.found.values()
-    count = lambda key: Counter(str((r.get("provenance") or {}).get(key, "unknown")) for r in found)  # noqa: E731
-    devices = Counter(str((r.get("summary") or {}).get("device", "unknown")) for r in found)
+    count = lambda key: Counter(md_text((r.get("provenance") or {}).get(key, "unknown")) for r in found)  # noqa: E731
+    devices = Counter(md_text((r.get("summary") or {}).get("device", "unknown")) for r in found)
     shared = max(((r.get("provenance") or {}).get("concurrent_runs") or 1 for r in found), default=1)
-    signatures = sorted({sig for r in found for sig in (r.get("signatures") or {}).values()})
+    signatures = sorted({md_text(sig) for r in found for sig in (r.get("signatures") or {}).values()})
     join = lambda counter: ", ".join(f"{k} ({n} runs)" for k, n in sorted(counter.items()))  # noqa: E731
     lines = [f"- {len(found)} records; zoo {join(count('zoo'))}; commit {join(count('commit'))}",
              f"- PyTorch {join(count('torch'))}, Python {join(count('python'))}",
@@ -162,7 +163,7 @@ def provenance(report: Report) -> list[str]:
              f"- runs sharing the machine at once: up to {shared}"
              + (" (training throughput therefore measures the shared machine, not the variant; it gets no verdict, "
                 "and `zoo bench` measures speed in isolation)" if shared > 1 else "")]
-    copied = Counter(str(Path(r["provenance"]["copied_from"]).parts[0]) for r in found
+    copied = Counter(md_text(Path(r["provenance"]["copied_from"]).parts[0]) for r in found
                      if (r.get("provenance") or {}).get("copied_from"))
     if copied:
         lines.append(f"- {sum(copied.values())} records copied from another experiment's records of the same "
@@ -178,7 +179,8 @@ def grid_status(report: Report) -> list[str]:
     counts = Counter(frame.status)
     lines = [f"{len(frame)} runs planned: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]) + ".", ""]
     problems = frame[~frame.status.isin(["complete", "diverged", "missing"])]
-    notes = [f"- `{r.variant} / {r.task} / seed-{r.seed}`: **{r.status}**: {r.reason}" for r in problems.itertuples()]
+    notes = [f"- `{r.variant} / {r.task} / seed-{r.seed}`: **{r.status}**: {md_text(r.reason)}"
+             for r in problems.itertuples()]
     notes += _missing(frame)
     if notes:
         lines += ["Not counted in any statistic:", "", *notes, ""]

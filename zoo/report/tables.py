@@ -230,6 +230,13 @@ def descriptive_rows(found: TaskAnalysis, metrics: list[str]) -> tuple[list[str]
     return header, rows
 
 
+def md_text(value: object) -> str:
+    """A string from a record (a CPU or device name, a failure's reason) as inert markdown text: one line, no
+    raw HTML (md_table escapes pipes in cells); a record is data, and must not be able to reshape the report."""
+    text = " ".join(str(value).split())
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def md_table(header: list[str], rows: list[list[str]]) -> str:
     def cell(text: object) -> str:
         return str(text).replace("|", "\\|").replace("\n", " ")
