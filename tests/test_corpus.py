@@ -67,7 +67,8 @@ def test_fields_and_real_bleu():
     result = compare_corpus(base, var, bleu, resamples=300)
     expected = np.mean([bleu(s.sum(0)) for s in var]) - np.mean([bleu(s.sum(0)) for s in base])
     assert result.difference == pytest.approx(expected) and result.difference > 0
-    assert result.se == pytest.approx(np.hypot(result.se_seeds, result.se_sentences))
+    sentence_part = max(0.0, result.se_sentences ** 2 - result.se_within ** 2)
+    assert result.se == pytest.approx(np.sqrt(result.se_seeds ** 2 + sentence_part))
     assert result.ci_low <= result.difference <= result.ci_high and result.test_set_only.label == TEST_SET_ONLY
     alone = sentence_bootstrap(base, var, bleu, resamples=300)
     assert alone == result.test_set_only
