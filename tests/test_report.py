@@ -549,3 +549,21 @@ def test_strings_from_records_cannot_reshape_the_report(fake, tmp_path):
     text = build_report(experiment, records_root, tmp_path / "out", "zoo report fake")[0].read_text()
     assert "\n## Injected heading" not in text and "<script>" not in text and "\n- injected item" not in text
     assert "Evil CPU ## Injected heading &lt;script&gt;alert(1)&lt;/script&gt;" in text
+
+
+def test_an_interval_that_disagrees_with_fishers_test_is_said_so():
+    from zoo.report.outcomes import compare_failures
+    from zoo.report.tables import disagreement
+
+    test = compare_failures(0, 6, 4, 6)  # the audit's table: p 0.061, interval [+13, +90]
+    assert 0.05 < test.p_value < 0.07 and test.ci_low > 0
+    assert "interval excludes 0 while Fisher's exact test does not reject: the test decides" in disagreement(test, 0.05)
+    assert disagreement(compare_failures(0, 6, 6, 6), 0.05) == ""
+
+
+def test_a_quality_verdict_among_trained_seeds_says_so(report):
+    from zoo.report.tables import comparison_rows
+
+    header, rows = comparison_rows(report.experiment, report.tasks[0])
+    verdict = rows[[r[0] for r in rows].index("prenorm")][header.index("verdict")]
+    assert "**better** among trained seeds (6 of 6 v 5 of 6" in verdict  # linear's seed 5 stalled

@@ -133,6 +133,18 @@ def verdict_text(comparison: Comparison, min_seeds: int, short: bool = False) ->
             f"({result.n_baseline} v {result.n_variant} seeds)")
 
 
+def disagreement(test: oc.FailureComparison | None, alpha: float) -> str:
+    """Newcombe's interval and Fisher's exact test answer differently in a few tables (4/6 v 0/6: p 0.061,
+    interval [+13, +90]); the row then says so, and that the test decides."""
+    if test is None or math.isnan(test.p_value) or math.isnan(test.ci_low):
+        return ""
+    excludes = test.ci_low > 0 or test.ci_high < 0
+    if excludes == (test.p_value < alpha):
+        return ""
+    return (f" (Newcombe's interval {'excludes' if excludes else 'includes'} 0 while Fisher's exact test "
+            f"{'does not reject' if excludes else 'rejects'}: the test decides)")
+
+
 def outcome_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
     header = ["variant", "complete", "stalled", "diverged", "failed", "unstable (stalled + diverged)",
               "Δ unstable [95% CI]", "vs baseline: Fisher p", "adjusted p", "verdict",
@@ -152,6 +164,7 @@ def outcome_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[str]
         name = variant + (" (baseline)" if variant == experiment.config.baseline_label else "")
         change = "—" if test is None or math.isnan(test.difference) else \
             f"{100 * test.difference:+.0f} points [{100 * test.ci_low:+.0f}, {100 * test.ci_high:+.0f}]"
+        change += disagreement(test, experiment.config.analysis.alpha)
         rows.append([name, *cells, fmt_rate(found.instability[variant]), change,
                      fmt_p(test.p_value) if test else "—", fmt_p(adjusted), verdict, fmt_rise(test)])
     return header, rows
@@ -205,11 +218,25 @@ def comparison_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[s
                 f" (p {fmt_p(c.equivalence.p_value)})"
         sentence = getattr(r, "test_set_only", None)
         rows.append([variant, fmt_effect(r.difference, r.ci_low, r.ci_high, c.metric),
-                     fmt_p(r.p_value), fmt_p(r.p_adjusted), verdict_text(c, analysis.min_seeds),
+                     fmt_p(r.p_value), fmt_p(r.p_adjusted),
+                     verdict_text(c, analysis.min_seeds) + _among_trained(found, c),
                      fmt(c.prob_better), fmt(c.eps_min), fmt(c.mde, c.metric),
                      str(c.seeds_needed) if c.seeds_needed else ("—" if r.verdict == FEW else "> 100"),
                      equivalence, fmt_p(sentence.p_value) if sentence is not None else "—"])
     return header, rows
+
+
+def _among_trained(found: TaskAnalysis, comparison: Comparison) -> str:
+    """' among trained seeds (3 of 5 v 5 of 5)' when stalled or diverged runs are left out of a quality verdict,
+    which is then about the runs that trained, next to the instability verdict that counts the others."""
+    result, variant, reference = comparison.result, comparison.variant, comparison.reference
+    if result.verdict == FEW:
+        return ""
+    finished = {name: sum(o in oc.FINISHED for o in found.outcomes[name].values()) for name in (variant, reference)}
+    if result.n_variant == finished[variant] and result.n_baseline == finished[reference]:
+        return ""
+    return (f" among trained seeds ({result.n_variant} of {finished[variant]} v {result.n_baseline} of "
+            f"{finished[reference]}; the outcomes table counts the others)")
 
 
 def descriptive_rows(found: TaskAnalysis, metrics: list[str]) -> tuple[list[str], list[list[str]]]:
