@@ -567,3 +567,13 @@ def test_a_quality_verdict_among_trained_seeds_says_so(report):
     header, rows = comparison_rows(report.experiment, report.tasks[0])
     verdict = rows[[r[0] for r in rows].index("prenorm")][header.index("verdict")]
     assert "**better** among trained seeds (6 of 6 v 5 of 6" in verdict  # linear's seed 5 stalled
+
+
+def test_aso_sees_every_run_that_trained_to_the_end_stalled_ones_included(report):
+    from zoo.report.aso import eps_min
+
+    comparison = report.tasks[0].comparisons["conv1d"]
+    assert comparison.result.n_baseline == 5  # the quality test: trained seeds only
+    expected = eps_min(VALUES["conv1d"], VALUES["linear"])  # ASO: linear's stalled seed 5 (40) included
+    assert comparison.eps_min == pytest.approx(expected)
+    assert expected != pytest.approx(eps_min(VALUES["conv1d"], VALUES["linear"][:5]))

@@ -161,6 +161,14 @@ class Analyst:
         rows = self.frame[(self.frame.task == task.key) & (self.frame.variant == variant)].set_index("seed")
         return [float(rows.loc[s, metric]) for s in self.trained(task, variant)]
 
+    def finished_values(self, task: TaskEntry, variant: str, metric: str) -> list[float]:
+        """`metric` of every run that trained to the end, stalled ones included (ASO compares whole score
+        distributions, stall-or-succeed as they are); diverged runs have no test score."""
+        rows = self.frame[(self.frame.task == task.key) & (self.frame.variant == variant)].set_index("seed")
+        seeds = [s for s in self.experiment.config.seeds if self.outcome(variant, task, s) in (oc.COMPLETE, oc.STALLED)]
+        values = [float(rows.loc[s, metric]) for s in seeds] if metric in rows else []
+        return [v for v in values if not math.isnan(v)]
+
     def collapse(self, task: TaskEntry) -> dict[str, str]:
         """variant -> earlier variant (the baseline first) whose records are bit-identical for every seed."""
         order = [self.baseline] + [label for label in self.labels if label != self.baseline]
@@ -207,7 +215,9 @@ class Analyst:
         mde = _mde(result, alpha, self.analysis.power) if enough else math.nan
         return Comparison(task.key, variant, reference, metric, result,
                           prob_better(base, other, higher) if enough else math.nan,
-                          eps_min(other, base, higher_is_better=higher) if enough else math.nan,
+                          eps_min(self.finished_values(task, variant, metric),
+                                  self.finished_values(task, reference, metric), higher_is_better=higher)
+                          if enough else math.nan,
                           mde, needed, equivalence, (tuple(base), tuple(other)))
 
     def below_floor(self, task: TaskEntry, floors: dict[str, float] | None) -> str:

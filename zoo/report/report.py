@@ -362,8 +362,9 @@ def method_section(report: Report) -> list[str]:
         f"family ({report.failure_family} tests). Every other number is descriptive.",
         f"- No verdict below {analysis.min_seeds} trained seeds per arm (per-seed values instead).",
         "- Effect sizes: P(better) = chance that a random seed of the variant beats a random seed of the baseline "
-        "(Bouthillier et al. 2021); ASO ε_min = Almost Stochastic Order (Dror et al. 2019; below 0.5 the variant tends "
-        "to be better, below 0.2 it almost dominates), at 5 or more seeds.",
+        "(Bouthillier et al. 2021); ASO ε_min = Almost Stochastic Order (Dror et al. 2019) over every run that trained "
+        "to the end, stalled ones included: below 0.2 (the authors' threshold) the variant almost dominates the "
+        "baseline; above it, no claim. Descriptive, at 5 or more seeds.",
         f"- Power: 'detectable Δ' is the smallest true difference the design detects with {analysis.power:.0%} power "
         "at alpha (noncentral t from the observed spread); 'no difference larger than X could be detected' is not "
         "evidence of no difference. 'seeds for ±X' is the number per arm that would detect the task's target effect.",
