@@ -191,12 +191,22 @@ def test_a_real_effect_is_called_with_its_welch_interval(report):
     assert c.result.se >= abs(c.result.difference / welch.statistic) - 1e-9  # sentences add variance, never remove
 
 
-def test_holm_adjusts_over_the_family(report):
+def test_holm_adjusts_over_the_family_tosts_included(report):
+    """The verdicts' tests and their TOSTs are one family: a TOST is adjusted like the test beside it, so an
+    'equivalent' cannot come through the back door of an unadjusted p (the calibration audit's item 4)."""
     found = report.tasks[0]
-    p = sorted(c.result.p_value for c in found.comparisons.values() if not math.isnan(c.result.p_value))
-    adjusted = sorted(c.result.p_adjusted for c in found.comparisons.values() if not math.isnan(c.result.p_adjusted))
-    assert report.family == len(p)
+    tests = [c.result.p_value for c in found.comparisons.values() if not math.isnan(c.result.p_value)]
+    tosts = [c.equivalence.p_value for c in found.comparisons.values()
+             if c.equivalence is not None and not math.isnan(c.equivalence.p_value)]
+    p = sorted(tests + tosts)
+    adjusted = sorted([c.result.p_adjusted for c in found.comparisons.values() if not math.isnan(c.result.p_adjusted)]
+                      + [c.equivalence.p_adjusted for c in found.comparisons.values()
+                         if c.equivalence is not None and not math.isnan(c.equivalence.p_adjusted)])
+    assert report.family == len(p) == len(tests) + len(tosts) and tosts
     assert adjusted[0] == pytest.approx(min(1.0, len(p) * p[0]))
+    for c in found.comparisons.values():
+        if c.equivalence is not None and c.equivalence.equivalent is not None:
+            assert c.equivalence.equivalent == (c.equivalence.p_adjusted < 0.05)
 
 
 def test_the_placebo_is_not_different_and_is_equivalent_within_its_margin(report):

@@ -130,7 +130,8 @@ def test_the_report_finds_an_interaction_that_exists_and_none_where_the_effect_h
     assert changed.effect_a == pytest.approx(20, abs=0.01) and changed.effect_b == pytest.approx(0, abs=0.5)
     assert changed.verdict == CHANGES and changed.p_adjusted >= changed.p_value
     assert held.difference == pytest.approx(0, abs=0.5) and held.verdict == HOLDS
-    assert report.family == 2 * 2 + 2 * 2  # two primary comparisons per task, an interaction and a TOST per variant
+    # per task two primary comparisons and their TOSTs; per variant an interaction and its TOST
+    assert report.family == 2 * (2 + 2) + 2 * 2
     text = report_path.read_text()
     assert "## Transfer between tasks" in text and "**changes**" in text and "**holds** within ±5" in text
     assert (tmp_path / "out" / "plots" / "transfer-copy-copy-800.png").is_file()

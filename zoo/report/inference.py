@@ -275,9 +275,10 @@ class Equivalence:
     ci_low: float  # (1 - 2 alpha) interval, 90% at alpha = 0.05
     ci_high: float
     p_value: float  # max of the two one-sided p-values
-    equivalent: bool | None  # None: not enough seeds
+    equivalent: bool | None  # None: not enough seeds; in a report, decided on p_adjusted
     n_baseline: int
     n_variant: int
+    p_adjusted: float = math.nan  # after the report's correction, in its family (report.py); NaN until then
 
 
 def tost_from(difference: float, se: float, df: float, margin: float, alpha: float = ALPHA,

@@ -108,22 +108,27 @@ def _placebos(report: Report) -> None:
 
 
 def _correct(report: Report) -> None:
-    """One family of tests for the verdicts (every primary comparison, every finding's test), one for
-    instability; p-values adjusted within each (Holm by default), verdicts recomputed. A test that a
-    finding shares with its task (the same object) is counted and adjusted once."""
+    """One family of tests for the verdicts (every primary comparison and its TOST, every finding's test, every
+    transfer interaction and its TOST), one for instability; p-values adjusted within each (Holm by default),
+    verdicts recomputed. A test that a finding shares with its task (the same object) is counted and adjusted
+    once."""
     method, alpha = report.experiment.config.analysis.correction, report.experiment.config.analysis.alpha
     family = _unique([c for found in report.tasks for c in found.comparisons.values()]
                      + [check.comparison for check in report.checks if check.comparison is not None])
+    equivalences = [c for c in family if c.equivalence is not None and not math.isnan(c.equivalence.p_value)]
     interactions = [(t, variant) for t in report.transfers for variant in t.rows]
-    tested = [c.result.p_value for c in family] + [t.rows[v].p_value for t, v in interactions] \
-        + [t.rows[v].tost_p for t, v in interactions]
+    tested = [c.result.p_value for c in family] + [c.equivalence.p_value for c in equivalences] \
+        + [t.rows[v].p_value for t, v in interactions] + [t.rows[v].tost_p for t, v in interactions]
     report.family = sum(not math.isnan(p) for p in tested)
-    adjusted = correct(tested, method)
+    adjusted = iter(correct(tested, method))
     settled = {id(c): replace(c, result=r) for c, r in zip(family, adjust([c.result for c in family], method,
-                                                                          adjusted[:len(family)]))}
-    for k, (t, variant) in enumerate(interactions):
-        t.rows[variant] = adjusted_interaction(t.rows[variant], adjusted[len(family) + k],
-                                               adjusted[len(family) + len(interactions) + k])
+                                                                          [next(adjusted) for _ in family]))}
+    for c in equivalences:
+        p = next(adjusted)
+        settled[id(c)] = replace(settled[id(c)], equivalence=replace(c.equivalence, p_adjusted=p, equivalent=p < alpha))
+    interaction_p = [next(adjusted) for _ in interactions]
+    for (t, variant), p, tost_p in zip(interactions, interaction_p, [next(adjusted) for _ in interactions]):
+        t.rows[variant] = adjusted_interaction(t.rows[variant], p, tost_p)
     for found in report.tasks:
         found.comparisons = {variant: settled[id(c)] for variant, c in found.comparisons.items()}
     for check in report.checks:
@@ -357,9 +362,11 @@ def method_section(report: Report) -> list[str]:
         "test-sentence variation: variance = Welch seed variance of the per-seed scores + paired sentence-bootstrap "
         "variance (1000 resamples), Satterthwaite df. The sentence-only bootstrap p is shown for reference: it "
         "holds the trained models fixed and sees no seed variation.",
-        f"- One verdict per task, on its primary metric; {report.family} such tests (and the findings' own) form one "
-        f"family, p-values adjusted by {correction} at alpha {analysis.alpha:g}. Instability tests form a second "
-        f"family ({report.failure_family} tests). Every other number is descriptive.",
+        f"- One verdict per task, on its primary metric. Its test, its TOST at the task's margin, the findings' own "
+        f"tests and any transfer interactions with their TOSTs form one family ({report.family} tests), p-values "
+        f"adjusted by {correction} at alpha {analysis.alpha:g}: 'equivalent' needs the adjusted TOST p below alpha "
+        f"too. Instability tests form a second family ({report.failure_family} tests). Every other number is "
+        "descriptive.",
         f"- No verdict below {analysis.min_seeds} trained seeds per arm (per-seed values instead).",
         "- Effect sizes: P(better) = chance that a random seed of the variant beats a random seed of the baseline "
         "(Bouthillier et al. 2021); ASO ε_min = Almost Stochastic Order (Dror et al. 2019) over every run that trained "

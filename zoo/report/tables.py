@@ -214,8 +214,9 @@ def comparison_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[s
         r = c.result
         equivalence = "—"
         if c.equivalence is not None and c.equivalence.equivalent is not None:
-            equivalence = ("equivalent" if c.equivalence.equivalent else "not shown") + \
-                f" (p {fmt_p(c.equivalence.p_value)})"
+            adjusted = c.equivalence.p_adjusted
+            said = f"adjusted p {fmt_p(adjusted)}" if not math.isnan(adjusted) else f"p {fmt_p(c.equivalence.p_value)}"
+            equivalence = ("equivalent" if c.equivalence.equivalent else "not shown") + f" ({said})"
         sentence = getattr(r, "test_set_only", None)
         rows.append([variant, fmt_effect(r.difference, r.ci_low, r.ci_high, c.metric),
                      fmt_p(r.p_value), fmt_p(r.p_adjusted),
