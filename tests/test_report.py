@@ -442,7 +442,7 @@ def test_an_inconclusive_finding_says_when_the_published_effect_lies_outside_the
                       source="Nguyen & Salazar 2019", effect=1.1)
 
     def settled(low: float, high: float, alpha: float = 0.05) -> Check:
-        result = SimpleNamespace(difference=(low + high) / 2, ci_low=low, ci_high=high, p_adjusted=0.08,
+        result = SimpleNamespace(difference=(low + high) / 2, ci_low=low, ci_high=high, p_value=0.02, p_adjusted=0.08,
                                  n_variant=5, n_baseline=5, verdict="no detectable difference")
         comparison = SimpleNamespace(result=result, equivalence=None, mde=0.9)
         return settle(Check(finding, "mt", "bleu", INCONCLUSIVE, "", comparison=comparison), alpha=alpha)
@@ -587,3 +587,39 @@ def test_aso_sees_every_run_that_trained_to_the_end_stalled_ones_included(report
     expected = eps_min(VALUES["conv1d"], VALUES["linear"])  # ASO: linear's stalled seed 5 (40) included
     assert comparison.eps_min == pytest.approx(expected)
     assert expected != pytest.approx(eps_min(VALUES["conv1d"], VALUES["linear"][:5]))
+
+
+def test_power_numbers_are_at_the_level_the_corrected_test_uses():
+    """14 Holm-corrected 5 v 5 Fisher tests: the smallest p a table can give (0.0079) is above 0.05 / 14, so no
+    test can reject, and the row says so instead of printing a detectable rise."""
+    from zoo.report.outcomes import at_level, compare_failures
+    from zoo.report.tables import fmt_rise
+
+    test = at_level(compare_failures(0, 5, 3, 5), 0.05 / 14)
+    assert test.cannot_reject and "cannot reject after correction" in fmt_rise(test)
+    assert not at_level(compare_failures(0, 8, 3, 8), 0.05 / 2).cannot_reject
+
+
+@pytest.mark.parametrize("target", [0.5, 1.0, 2.0, 4.0])
+def test_detectable_delta_and_seeds_needed_come_from_one_variance_model(quickstart, target):
+    """A design that can detect the target effect at its seeds never asks for more seeds than it has, and one
+    that cannot always does (the audit found 'can detect 1.12' beside 'seeds for ±1: 5')."""
+    from zoo.report.analysis import at_level
+
+    experiment, report = quickstart
+    (found,) = report.tasks
+    c = found.comparisons["pre-norm-conv1d"]  # 5 v 5 trained seeds, a corpus metric (exact match)
+    level = experiment.config.analysis.alpha / report.family
+    sized = at_level(c, level, target)
+    n = c.result.n_variant
+    assert n == c.result.n_baseline == 5
+    assert (sized.mde <= target) == (sized.seeds_needed is not None and sized.seeds_needed <= n)
+
+
+def test_a_findings_evidence_gives_the_raw_p_beside_the_adjusted_one(report):
+    """So that a reader can re-check the adjustment of a test that joined the report's family."""
+    check = next(c for c in report.checks if c.finding.claim == "pre-norm learns copy better")
+    raw, adjusted = check.comparison.result.p_value, check.comparison.result.p_adjusted
+    from zoo.report.findings import fmt_small_p
+
+    assert f"p {fmt_small_p(raw)}, adjusted p {fmt_small_p(adjusted)}" in check.evidence

@@ -189,30 +189,30 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from zoo.report import ReportError
-    from zoo.report.analysis import Analyst
-    from zoo.report.collect import collect, load_records
+    from zoo.report import ReportError, analyse
     from zoo.report.tables import plan_rows
 
     experiment = load_experiment(args.experiment)
     _, out = _places(args, experiment)
-    records = load_records(experiment, out / RECORDS)
-    if not records.found:
+    if not (out / RECORDS).is_dir() or not any((out / RECORDS).glob("*/*/seed-*.json")):
         raise ReportError(f"--out: no records of {experiment.name} in {out / RECORDS}; `zoo plan` sizes seeds from "
                           f"the spread of a pilot: run a few seeds first (zoo run {args.experiment})")
-    analyst = Analyst(experiment, records, collect(experiment, records))
-    for task in experiment.config.tasks:
-        found = analyst.task(task, [])
+    with errors.status("reading the records and testing as the report does..."):
+        report = analyse(experiment, out / RECORDS)
+    analysis = experiment.config.analysis
+    level = analysis.alpha / max(report.family, 1)
+    for found in report.tasks:
+        task = found.task
         effect = args.effect if args.effect is not None else task.target_effect
-        header, rows = plan_rows(experiment, found, effect)
-        analysis = experiment.config.analysis
-        table = Table(title=f"{experiment.name} / {task.key}: seeds needed on {task.primary_metric} "
-                            f"(alpha {analysis.alpha:g}, power {analysis.power:.0%}, from the observed seed "
-                            "spread; sentence variation of corpus metrics not included)", title_justify="left")
+        header, rows = plan_rows(experiment, found, effect, level)
+        table = Table(title=f"{experiment.name} / {task.key}: seeds needed on {task.primary_metric} (power "
+                            f"{analysis.power:.0%} at {level:.2g}, the level one rejection needs after the report's "
+                            f"{analysis.correction} correction over {report.family} tests; seed spread and, for corpus "
+                            "metrics, test-set variance)", title_justify="left")
         for i, column in enumerate(header):
             table.add_column(column, justify="left" if i == 0 else "right")
         for row in rows:
-            table.add_row(*map(escape, row))
+            table.add_row(*(escape(cell) for cell in row))
         console.print(table)
     return 0
 

@@ -148,7 +148,9 @@ class Analysis(BaseModel):
     """How the report judges: the significance level, the correction and the least seeds for a verdict."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-    alpha: Number = Field(0.05, gt=0, lt=0.5, description="family-wise error rate of the verdicts")
+    alpha: Number = Field(0.05, gt=0, lt=0.5, description="significance level of the verdicts: with holm the "
+                                                          "family-wise error rate, with benjamini-hochberg the "
+                                                          "false discovery rate")
     correction: Literal["holm", "benjamini-hochberg"] = Field(
         "holm", description="holm controls the chance of any false verdict; benjamini-hochberg the expected share")
     min_seeds: Count = Field(3, ge=3, description="complete seeds per arm below which no verdict is "

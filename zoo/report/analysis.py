@@ -35,7 +35,7 @@ from zoo.report.aso import eps_min
 from zoo.report.collect import Records, sentence_stats, task_kind
 from zoo.report.corpus import compare_corpus, corpus_tost
 from zoo.report.inference import MIN_SEEDS, Difference, Equivalence, compare_seeds, prob_better, tost
-from zoo.report.power import POWER, detectable, seeds_needed
+from zoo.report.power import POWER, detectable, seeds_for, seeds_needed
 from zoo.report.stats import FEW
 
 # Which way is better, per results column; columns not listed (e.g. parameters) are not compared.
@@ -273,6 +273,24 @@ class Analyst:
             found.descriptive[variant] = {m: self.compare(task, variant, self.baseline, m).result
                                           for m in descriptive_metrics if m != task.primary_metric}
         return found
+
+
+def at_level(comparison: Comparison, level: float, target: float, power: float = POWER) -> Comparison:
+    """A primary comparison with 'detectable Δ' and 'seeds for ±target' computed at `level` (the level the
+    report's correction makes a single rejection need) from one variance model: the comparison's own standard
+    error, whose seed part shrinks with more seeds and whose test-set part (corpus metrics) does not."""
+    from dataclasses import replace
+
+    result = comparison.result
+    if result.verdict == FEW:
+        return comparison
+    base, other = comparison.per_seed
+    sd_b = float(np.std(base, ddof=1)) if len(base) > 1 else math.nan
+    sd_v = float(np.std(other, ddof=1)) if len(other) > 1 else math.nan
+    seed_se = getattr(result, "se_seeds", result.se)
+    extra = max(0.0, result.se ** 2 - seed_se ** 2) if not math.isnan(result.se) else 0.0
+    return replace(comparison, mde=detectable(result.se, result.df, level, power),
+                   seeds_needed=seeds_for(target, sd_b, sd_v, extra, level, power))
 
 
 def _mde(result, alpha: float, power: float = POWER) -> float:

@@ -184,22 +184,25 @@ def settle(check_: Check, alpha: float) -> Check:
     finding = check_.finding
     if check_.failures is not None:
         p, more = check_.failure_adjusted, check_.failures.difference > 0
-        check_.evidence += f", adjusted p {fmt_small_p(p)}"
+        check_.evidence += f", adjusted p {fmt_small_p(p)}"  # the raw p is in the evidence already
         if p < alpha:
             expected = (finding.expect == "more failures") == more
             check_.outcome = CONFIRMED if expected else CONTRADICTED
+        elif check_.failures.cannot_reject:
+            check_.evidence += ("; no outcome of these runs could be significant after the correction "
+                                f"(level {check_.failures.level:.2g})")
         elif math.isnan(check_.failures.detectable):
             check_.evidence += "; too few runs to detect any rise in the failure rate"
         else:
             check_.evidence += (f"; a rise smaller than {100 * check_.failures.detectable:.0f} points over the "
-                                "reference's rate could not be detected (80% power, unadjusted alpha)")
+                                "reference's rate could not be detected (80% power, at the corrected level)")
         return check_
     c = check_.comparison
     if c is None:
         return check_
     r = c.result
-    said = (f"Δ {r.difference:+.3g} [{r.ci_low:+.3g}, {r.ci_high:+.3g}], adjusted p {fmt_small_p(r.p_adjusted)}, "
-            f"{r.n_variant} v {r.n_baseline} seeds")
+    said = (f"Δ {r.difference:+.3g} [{r.ci_low:+.3g}, {r.ci_high:+.3g}], p {fmt_small_p(r.p_value)}, adjusted p "
+            f"{fmt_small_p(r.p_adjusted)}, {r.n_variant} v {r.n_baseline} seeds")
     equivalent = c.equivalence is not None and c.equivalence.equivalent
     if r.verdict in (BETTER, WORSE):
         if finding.kind == "direction":

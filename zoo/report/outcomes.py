@@ -128,6 +128,8 @@ class FailureComparison:
     ci_low: float = math.nan  # Newcombe's interval of the difference (hybrid Wilson score, method 10)
     ci_high: float = math.nan
     detectable: float = math.nan  # smallest rise over the baseline's rate Fisher detects with 80% power
+    level: float = ALPHA  # the level `detectable` is computed at (the report's adjusted level)
+    cannot_reject: bool = False  # at that level no outcome of these run counts could be significant
 
 
 def wilson(count: int, n: int, alpha: float = ALPHA) -> tuple[float, float]:
@@ -186,6 +188,27 @@ def detectable_rise(rate_baseline: float, n_baseline: int, n_variant: int, alpha
         if fisher_power(rate_baseline, float(rate), n_baseline, n_variant, alpha) >= power:
             return float(rate - rate_baseline)
     return math.nan
+
+
+def at_level(test: FailureComparison, level: float) -> FailureComparison:
+    """`test` with its detectable rise computed at `level` (the level the report's correction makes a single
+    rejection need), and whether any outcome could reach it at all."""
+    from dataclasses import replace
+
+    n_b, n_v = test.baseline.n, test.variant.n
+    if not (n_b and n_v):
+        return test
+    cannot = not smallest_p(n_b, n_v) < level
+    rise = math.nan if cannot else detectable_rise(test.baseline.count / n_b, n_b, n_v, level)
+    return replace(test, detectable=rise, level=level, cannot_reject=cannot)
+
+
+def smallest_p(n_baseline: int, n_variant: int) -> float:
+    """The smallest p Fisher's two-sided test can give with these run counts (every variant run fails, no
+    baseline run does): when even it is not below a test's level, no outcome can be significant."""
+    if not (n_baseline and n_variant):
+        return math.nan
+    return float(scipy_stats.fisher_exact([[n_variant, 0], [0, n_baseline]])[1])
 
 
 def first_reach(steps: Sequence[float], values: Sequence[float], threshold: float,

@@ -105,3 +105,19 @@ def detectable(se: float, df: float, alpha: float = ALPHA, power: float = POWER)
     while short(high) < 0:
         high *= 2
     return float(optimize.brentq(short, 0.0, high, xtol=1e-10)) * se
+
+
+def seeds_for(effect: float, sd_baseline: float, sd_variant: float, extra_variance: float = 0.0,
+              alpha: float = ALPHA, power: float = POWER, max_seeds: int = MAX_SEEDS) -> int | None:
+    """Smallest equal n per arm (2..max_seeds) at which a true difference `effect` is detected with `power`
+    at `alpha`, under the variance model the report's tests use: se(n)² = (sd_b² + sd_v²) / n + extra, with
+    `extra` the test-set variance of a corpus metric (it does not shrink with seeds) and Welch's df. The
+    same model as `detectable`, so 'seeds for ±X' and 'detectable Δ' never disagree. None if no n does."""
+    if any(math.isnan(x) for x in (effect, sd_baseline, sd_variant, extra_variance)):
+        return None
+    for n in range(2, max_seeds + 1):
+        seed_part = (sd_baseline ** 2 + sd_variant ** 2) / n
+        se = math.sqrt(seed_part + extra_variance)
+        if detectable(se, _welch_df(sd_baseline, sd_variant, n, n), alpha, power) <= abs(effect):
+            return n
+    return None

@@ -27,10 +27,11 @@ from zoo.experiment import Experiment
 from zoo.experiment.floors import current_floor
 from zoo.report import findings as fnd
 from zoo.report import plots
-from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, is_text
+from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, at_level, is_text
 from zoo.report.collect import STATUSES, ReportError, collect, curves, load_records
 from zoo.report.equiv import Matrix, equivalence_matrix, matrix_markdown
 from zoo.report.inference import adjust, correct
+from zoo.report.outcomes import at_level as failures_at_level
 from zoo.report.tables import (
     comparison_rows,
     descriptive_metrics,
@@ -129,8 +130,11 @@ def _correct(report: Report) -> None:
     interaction_p = [next(adjusted) for _ in interactions]
     for (t, variant), p, tost_p in zip(interactions, interaction_p, [next(adjusted) for _ in interactions]):
         t.rows[variant] = adjusted_interaction(t.rows[variant], p, tost_p)
+    level = alpha / max(report.family, 1)  # what one rejection needs under the correction (Holm's first step)
+    power = report.experiment.config.analysis.power
     for found in report.tasks:
-        found.comparisons = {variant: settled[id(c)] for variant, c in found.comparisons.items()}
+        found.comparisons = {variant: at_level(settled[id(c)], level, found.task.target_effect, power)
+                             for variant, c in found.comparisons.items()}
     for check in report.checks:
         if check.comparison is not None:
             check.comparison = settled[id(check.comparison)]
@@ -140,11 +144,15 @@ def _correct(report: Report) -> None:
                     + [check.failures for check in report.checks if check.failures is not None])
     report.failure_family = sum(not math.isnan(t.p_value) for t in tests)
     adjusted = dict(zip(map(id, tests), correct([t.p_value for t in tests], method)))
+    failure_level = alpha / max(report.failure_family, 1)
     for found in report.tasks:
         found.failure_adjusted = {variant: adjusted[id(t)] for variant, t in found.failure_tests.items()}
+        found.failure_tests = {variant: failures_at_level(t, failure_level)
+                               for variant, t in found.failure_tests.items()}
     for check in report.checks:
         if check.failures is not None:
             check.failure_adjusted = adjusted[id(check.failures)]
+            check.failures = failures_at_level(check.failures, failure_level)
     report.checks = [fnd.settle(check, alpha) for check in report.checks]
 
 
@@ -356,7 +364,8 @@ def method_section(report: Report) -> list[str]:
         "diverged (a non-finite loss), failed (raised). Quality uses complete runs only; instability (stalled + "
         "diverged) has a Clopper–Pearson interval and is compared with the baseline by Fisher's exact test; "
         "'detectable rise' is the smallest increase of the unstable share over the baseline's that the test "
-        "finds with 80% power at the unadjusted alpha (exact binomial power).",
+        "finds with 80% power at the level one rejection needs after the correction (alpha / the instability family; "
+        "exact binomial power); 'cannot reject after correction' where no outcome of the runs could reach it.",
         "- Per-seed metrics: Welch's t-test and interval (Welch–Satterthwaite df); with unequal seed counts the "
         "p-value is the larger of Welch's and an exact permutation p. Corpus metrics (BLEU, chrF, exact match) add "
         "test-sentence variation: variance = Welch seed variance of the per-seed scores + paired sentence-bootstrap "
@@ -373,8 +382,11 @@ def method_section(report: Report) -> list[str]:
         "to the end, stalled ones included: below 0.2 (the authors' threshold) the variant almost dominates the "
         "baseline; above it, no claim. Descriptive, at 5 or more seeds.",
         f"- Power: 'detectable Δ' is the smallest true difference the design detects with {analysis.power:.0%} power "
-        "at alpha (noncentral t from the observed spread); 'no difference larger than X could be detected' is not "
-        "evidence of no difference. 'seeds for ±X' is the number per arm that would detect the task's target effect.",
+        "at the level one rejection needs after the correction (alpha divided by the family's size: Holm's first "
+        "step; noncentral t from the comparison's own standard error); 'no difference larger than X could be "
+        "detected' is not evidence of no difference. 'seeds for ±X' is the number per arm that would detect the "
+        "task's target effect at that level, under the same variance model (a corpus metric's test-set variance "
+        "does not shrink with seeds).",
         "- Equivalence only by TOST (two one-sided tests) against a margin declared per task in the experiment file.",
         "- Placebos: variant pairs proven to compute one function and trained alike measure the noise floor.",
         "- Steps to threshold: Kaplan–Meier median over finished runs (a run that never reaches it is censored at "

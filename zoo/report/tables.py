@@ -76,6 +76,8 @@ def fmt_rise(test: oc.FailureComparison | None) -> str:
     """The smallest rise of the unstable share over the baseline's that the test would detect."""
     if test is None:
         return "—"
+    if test.cannot_reject:
+        return f"cannot reject after correction (no outcome of these runs has p < {test.level:.2g})"
     if math.isnan(test.detectable):
         return "none, even to 100% (too few runs)"
     return f"+{100 * test.detectable:.0f} points"
@@ -148,7 +150,7 @@ def disagreement(test: oc.FailureComparison | None, alpha: float) -> str:
 def outcome_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
     header = ["variant", "complete", "stalled", "diverged", "failed", "unstable (stalled + diverged)",
               "Δ unstable [95% CI]", "vs baseline: Fisher p", "adjusted p", "verdict",
-              "detectable rise (80% power)"]
+              "detectable rise (80% power, at the corrected level)"]
     rows = []
     for variant in (v.label for v in experiment.config.variants):
         counts = {state: sorted(s for s, o in found.outcomes[variant].items() if o == state)
@@ -207,7 +209,8 @@ def comparison_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[s
     metric = label(found.primary)
     margin = f"TOST ±{task.margin:g}" if task.margin is not None else "TOST (no margin declared)"
     header = ["variant", f"Δ {metric} [95% CI]", "p", f"adjusted p ({analysis.correction})", "verdict",
-              "P(better)", "ASO ε_min", "detectable Δ (80% power)", f"seeds for ±{task.target_effect:g}", margin,
+              "P(better)", "ASO ε_min", "detectable Δ (80% power, at the corrected level)",
+              f"seeds for ±{task.target_effect:g}", margin,
               "sentence-bootstrap p (test set only)"]
     rows = []
     for variant, c in found.comparisons.items():
@@ -286,10 +289,12 @@ def descriptive_metrics(task: TaskEntry, text: bool) -> list[str]:
     return [m for m in task_metrics(task, text) if m not in (task.primary_metric, "parameters")]
 
 
-def plan_rows(experiment: Experiment, found: TaskAnalysis, effect: float) -> tuple[list[str], list[list[str]]]:
-    """Per variant: the seeds it has, the spread they show, and the seeds per arm needed to detect
-    `effect` on the primary metric with the report's power at its alpha (from the observed spread)."""
-    from zoo.report.power import seeds_needed
+def plan_rows(experiment: Experiment, found: TaskAnalysis, effect: float,
+              level: float) -> tuple[list[str], list[list[str]]]:
+    """Per variant: the seeds it has, the spread they show, and the seeds per arm needed to detect `effect` on
+    the primary metric with the report's power at `level` (what one rejection needs after the report's
+    correction), under the report's own variance model (seed spread, plus a corpus metric's test-set part)."""
+    from zoo.report.power import seeds_for
 
     analysis = experiment.config.analysis
     header = ["variant", "trained seeds (baseline, variant)", "seed sd (baseline, variant)",
@@ -301,7 +306,9 @@ def plan_rows(experiment: Experiment, found: TaskAnalysis, effect: float) -> tup
             rows.append([variant, f"{len(base)}, {len(other)}", "—", "—", "run at least 2 seeds of each first"])
             continue
         sd_b, sd_v = float(np.std(base, ddof=1)), float(np.std(other, ddof=1))
-        needed = seeds_needed(sd_b, sd_v, effect, analysis.alpha, analysis.power)
+        r = c.result
+        extra = max(0.0, r.se ** 2 - getattr(r, "se_seeds", r.se) ** 2) if not math.isnan(r.se) else 0.0
+        needed = seeds_for(effect, sd_b, sd_v, extra, level, analysis.power)
         rows.append([variant, f"{len(base)}, {len(other)}", f"{fmt(sd_b)}, {fmt(sd_v)}", fmt(c.mde, c.metric),
                      str(needed) if needed else "more than 100"])
     return header, rows
