@@ -65,7 +65,7 @@ from itertools import combinations
 import numpy as np
 from scipy import stats as scipy_stats
 
-from zoo.report.power import minimum_detectable_effect
+from zoo.report.power import detectable
 from zoo.report.stats import ALPHA, BETTER, FEW, SAME, WORSE
 
 MIN_SEEDS = 3  # per arm; below it no test (2 v 2 Welch has a 9-13% false-positive rate on bimodal outcomes)
@@ -211,7 +211,7 @@ def compare_seeds(baseline: Sequence[float], variant: Sequence[float], *, higher
         half = float(scipy_stats.t.ppf(1 - alpha / 2, df)) * se
         if n_b != n_v:
             p, method = max(p, float(permutation_p(b, v))), WELCH_PERMUTATION
-    mde = minimum_detectable_effect(float(b.std(ddof=1)), float(v.std(ddof=1)), n_b, n_v, alpha)
+    mde = detectable(se, df, alpha)  # the report restates it at the corrected level (analysis.at_level)
     return SeedComparison(**common, ci_low=difference - half, ci_high=difference + half, se=se, df=df,
                           p_value=p, p_adjusted=p, prob_better=prob_better(b, v, higher_is_better),
                           prob_better_ci=prob_better_ci(b, v, higher_is_better, alpha), mde=mde, method=method,
