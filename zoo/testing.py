@@ -137,16 +137,21 @@ def deterministic(entry: Entry, spec: ModelSpec) -> None:
 def incremental(entry: Entry, spec: ModelSpec) -> None:
     model = build(spec, seed=0)
     genericize(model, torch.Generator().manual_seed(0))  # norm-free residuals (ReZero) grow with depth
-    model.eval()
     src, tgt_in = _batch(spec, seed=1)
-    tgt_in = tgt_in.masked_fill(tgt_in.eq(spec.pad_id), 5)  # generated prefixes hold no padding
+    gap = incremental_gap(model.eval(), spec, src, tgt_in)
+    assert gap <= TOLERANCE, f"cached step-by-step decoding differs from full decoding by {gap:.2g}"
+
+
+def incremental_gap(model, spec: ModelSpec, src: torch.Tensor, tgt_in: torch.Tensor) -> float:
+    """Largest |Δ log p| between step-by-step decoding with the key/value cache and full decoding of `tgt_in`
+    (its padding replaced by a token: a generated prefix holds none)."""
+    tgt_in = tgt_in.masked_fill(tgt_in.eq(spec.pad_id), 5)
     with torch.no_grad():
         full = model.log_probs(model(src, tgt_in))
         memory, state = model.encode(src), model.start_decoding()
         steps = [model.log_probs(model.decode_step(tgt_in[:, : t + 1], memory, src, state))
                  for t in range(tgt_in.size(1))]
-    gap = (full - torch.cat(steps, dim=1)).abs().max().item()
-    assert gap <= TOLERANCE, f"cached step-by-step decoding differs from full decoding by {gap:.2g}"
+    return (full - torch.cat(steps, dim=1)).abs().max().item()
 
 
 def transplanted(entry: Entry, spec: ModelSpec) -> None:
