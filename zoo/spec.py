@@ -59,14 +59,16 @@ class ModelSpec(BaseModel):
     name: Label = "custom"
     description: str = ""
     notes: str = Field("", description="how the preset reproduces its source, and what it could not")
-    d_model: Count = Field(512, gt=0)
-    n_heads: Count = Field(8, gt=0)
-    d_ff: Count = Field(2048, gt=0)
-    encoder_layers: Count = Field(6, gt=0)
-    decoder_layers: Count = Field(6, gt=0)
+    # Upper bounds far above any model a zoo comparison trains, so that a typo (d_model=1518500250) is an
+    # error naming the field, not an allocation that overflows or exhausts memory.
+    d_model: Count = Field(512, gt=0, le=65536)
+    n_heads: Count = Field(8, gt=0, le=1024)
+    d_ff: Count = Field(2048, gt=0, le=262144)
+    encoder_layers: Count = Field(6, gt=0, le=1024)
+    decoder_layers: Count = Field(6, gt=0, le=1024)
     dropout: Number = Field(0.1, ge=0, lt=1)
-    src_vocab: Count = Field(32000, gt=0)
-    tgt_vocab: Count = Field(32000, gt=0)
+    src_vocab: Count = Field(32000, gt=0, le=2**24)
+    tgt_vocab: Count = Field(32000, gt=0, le=2**24)
     pad_id: Count = Field(0, ge=0)
 
     residual: _slot_field("residual") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
