@@ -68,7 +68,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, field):
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("value", ["[/]", "[bold]x", "[red]", "\\[x]"])
+@pytest.mark.parametrize("value", ["[/]", "[bold]x", "[red]", "\\[x]", ":smile:"])
 def test_user_input_in_an_error_is_printed_as_written_not_as_markup(capsys, value):
     code, _, err = run(capsys, "show", "paper-base", "--set", f"d_model={value}")
     assert code == 2 and len(err.strip().splitlines()) == 1

@@ -125,3 +125,18 @@ def test_a_broken_user_preset_breaks_neither_listing_nor_the_other_presets(prese
     assert "mine" in out and "paper-base" in out
     assert err.count("preset not listed") == 2 and "broken.toml" in err and "latin.toml" in err
     assert main(["show", "mine"]) == 0 and "d_model" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name, text, where", [
+    ("spec.toml", 'extends = "paper-base"\ndescription = 1979-05-27\n', "description: a date"),
+    ("spec.yaml", "name: !!binary aGk=\n", "name: a bytes"),
+    ("spec.yaml", "ffn: {kind: !!set {a, b}}\n", "ffn.kind: a set"),
+    ("spec.yaml", "notes: [2001-12-14t21:59:43.10-05:00]\n", "notes[0]: a datetime"),
+])
+def test_a_value_json_cannot_hold_is_refused_naming_the_key(tmp_path, capsys, name, text, where):
+    """Found by the CLI fuzzer: a YAML !!binary or a TOML date reached json.dumps as a TypeError traceback."""
+    path = tmp_path / name
+    path.write_text(text)
+    assert main(["show", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: {where} is not a config value" in err and len(err.strip().splitlines()) == 1

@@ -132,3 +132,18 @@ def test_tied_embeddings_with_separate_tokenizers_are_rejected_before_training(t
         'name = "copy"', 'name = "multi30k:de-en"\noptions = {joint = false}')
     with pytest.raises(ExperimentError, match="joint"):
         load_experiment(write(tmp_path, text))  # paper-base ties all embeddings
+
+
+def test_the_live_grid_prints_a_failure_reason_as_written(tmp_path, monkeypatch):
+    """A reason quotes user input; read as markup, '[/]' raised a MarkupError inside `zoo run`'s live display."""
+    from rich.console import Console
+
+    from zoo.experiment import runner
+
+    grid = cells(load_experiment(SMOKE), tmp_path / "runs", tmp_path / "records")
+    monkeypatch.setattr(runner, "view_state", lambda cell: "failed")
+    monkeypatch.setattr(runner, "read_record", lambda path: None)
+    reason = "d_model: Input should be a valid integer (got '[/]'), not '[bold]x'"
+    console = Console(record=True, width=400)
+    console.print(runner.GridView("t", grid, notes={cell.name: reason for cell in grid}))
+    assert reason in console.export_text()

@@ -212,3 +212,112 @@ def test_an_unprintable_key_is_quoted_and_the_error_stays_one_line():
         zoo.load_spec("paper-base", {"ffn": {"\n": 1}})
     one_line(caught.value)
     assert "ffn.'\\n': unknown key" in str(caught.value)
+
+
+# -- fuzzing the CLI in process: --set, YAML specs, experiment files (issue 24) -----------------------
+# Each test runs thousands of cases (about 7,000 in all); a case is an in-process `zoo` call, and a
+# timeout marker bounds the whole test, so a hang (alias expansion, a huge beam) fails instead of waiting.
+def fuzz(cases: int) -> settings:
+    return settings(max_examples=cases, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+MARKUP = ["[/]", "[bold]", "[bold]x", "[/bold]", "[red]x[/]", "\\[x]", "[link=http://x]y[/link]", ":smile:", "[", "]"]
+CONTROL = ["x\n", "\n", "\r", "x\r\n", "\x00", "\x1b[31m", "\t", "a\u2028b", " x", "x ", "a/b", "..", "\x7f"]
+NUMBERS = ["inf", "-inf", "nan", "+nan", "true", "false", "[true]", "[inf]", "1e999", "0", "-1", "1e308", "0.5",
+           "3", "64", "[0.9, 0.98]", "{}", "{kind = \"x\"}", '"[/]"']
+nasty_text = st.one_of(st.sampled_from(MARKUP + CONTROL), st.text(max_size=10),
+                       st.lists(st.sampled_from(MARKUP + CONTROL + ["a", "-"]), max_size=4).map("".join))
+nasty_scalar = st.one_of(nasty_text, st.booleans(), st.floats(allow_nan=True), st.integers(-10**12, 10**12),
+                         st.none())
+SET_KEYS = [*SPEC_KEYS, "description", "notes", "norm.eps", "norm.kind", "embedding.radius", "embedding.kind",
+            "positional.base", "positional.kind", "attention.dropout", "attention.kind", "residual.kind",
+            "ffn.dropout", "embedding.extra_rows", "tgt_vocab", "decoder_layers", "n_heads", "x.y.z", "", " "]
+TINY_SPEC = ('extends = "paper-base"\nd_model = 16\nn_heads = 2\nd_ff = 32\nencoder_layers = 1\n'
+             "decoder_layers = 1\nsrc_vocab = 40\ntgt_vocab = 40\n")
+
+
+def cli_outcome(capsys, argv: list[str], allowed=(0, 2)) -> tuple[int, str]:
+    """Run `zoo ARGV` in process: an allowed exit code, and a user error is one line on stderr."""
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code in allowed and "Traceback" not in err, (argv, code, err)
+    if code == 2:
+        assert len(err.strip().splitlines()) == 1 and err.startswith("zoo: error: "), (argv, err)
+    return code, err
+
+
+@pytest.fixture(scope="module")
+def tiny_spec(tmp_path_factory):
+    path = tmp_path_factory.mktemp("fuzz") / "tiny.toml"
+    path.write_text(TINY_SPEC)
+    return path
+
+
+@pytest.mark.timeout(600)
+@fuzz(3000)
+@given(st.lists(st.tuples(st.sampled_from(SET_KEYS), st.one_of(st.sampled_from(NUMBERS), nasty_text)),
+                min_size=1, max_size=3))
+def test_fuzzed_set_gives_zoo_show_a_table_or_one_line(tiny_spec, capsys, assignments):
+    argv = ["show", str(tiny_spec), *[f"--set={key}={value}" for key, value in assignments]]
+    code, err = cli_outcome(capsys, argv)
+    key, value = assignments[0]
+    if len(assignments) == 1 and key == "d_model" and isinstance(parse_assignments([f"d_model={value}"])["d_model"],
+                                                                  str):
+        quoted = repr(parse_assignments([f"d_model={value}"])["d_model"])
+        assert len(quoted) > 80 or f"got {quoted}" in err, (value, err)  # as written, never read as markup
+
+
+def yaml_specs():
+    """YAML spec texts built from lines: nasty scalars, anchors and aliases (nested, merged), tags."""
+    key = st.sampled_from(["name", "description", "notes", "d_model", "n_heads", "dropout", "src_vocab", "extends",
+                           "ffn", "norm", "positional", "x"])
+    scalar = st.one_of(nasty_scalar.map(lambda v: json.dumps(v, allow_nan=True)),
+                       st.sampled_from([".inf", "-.inf", ".nan", "yes", "no", "~", "!!float inf", "!!binary aGk=",
+                                        "!!python/object/apply:os.system ['true']", "&a 1", "*a", "&b [*a, *a]",
+                                        "[*b, *b, *b]", "{kind: layernorm, eps: .inf}", "{<<: *a}", "&a {kind: x}",
+                                        "'[/]'", '"x\\n"', "|\n  [bold]\n  x", "0x40", "1_000", "64"]))
+    line = st.tuples(key, scalar).map(lambda pair: f"{pair[0]}: {pair[1]}")
+    return st.lists(line, max_size=6).map("\n".join)
+
+
+@pytest.mark.timeout(600)
+@fuzz(2000)
+@given(yaml_specs(), st.sampled_from([".yaml", ".yml"]))
+def test_fuzzed_yaml_specs_show_or_are_one_line(tmp_path_factory, capsys, text, suffix):
+    path = tmp_path_factory.mktemp("yaml") / f"spec{suffix}"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    cli_outcome(capsys, ["show", str(path), "--set=src_vocab=40", "--set=tgt_vocab=40", "--set=encoder_layers=1",
+                         "--set=decoder_layers=1", "--set=d_ff=32"])
+
+
+EXPERIMENT_FIELDS = [("name",), ("description",), ("seeds",), ("baseline",), ("variants", 0, "label"),
+                     ("variants", 0, "set"), ("variants", 0, "base"), ("tasks", 0, "label"), ("tasks", 0, "options"),
+                     ("tasks", 0, "threshold"), ("tasks", 0, "margin"), ("tasks", 0, "stall"), ("train", "steps"),
+                     ("train", "lr"), ("decode", "beam"), ("decode", "max_ratio"), ("analysis", "alpha"),
+                     ("analysis", "min_seeds"), ("findings",), ("shared", "d_model"), ("shared", "norm.eps")]
+experiment_values = st.one_of(nasty_scalar, st.sampled_from([
+    [True], [0, math.inf], {"name": "reverse"}, {"floor": True}, {"patience": 0}, {"symbols": True},
+    {"residual.kind": "pre-norm"}, 100_000, 65, -1, [{"kind": "direction", "variant": "a", "expect": "better",
+                                                      "claim": "[/]", "source": "s", "effect": True}]]))
+
+
+@pytest.mark.timeout(600)
+@fuzz(2000)
+@given(st.lists(st.tuples(st.sampled_from(EXPERIMENT_FIELDS), experiment_values), max_size=3),
+       st.sampled_from([".toml", ".json", ".yaml"]))
+def test_fuzzed_experiment_files_dry_run_or_are_one_line(tmp_path_factory, capsys, mutations, suffix):
+    doc = json.loads(json.dumps({**BASE_EXPERIMENT, "shared": {"d_model": 16, "n_heads": 2, "d_ff": 32,
+                                                               "encoder_layers": 1, "decoder_layers": 1}}))
+    for path, value in mutations:
+        node = doc
+        for part in path[:-1]:
+            node = node.setdefault(part, {}) if isinstance(node, dict) else node[part]
+        node[path[-1]] = value
+    folder = tmp_path_factory.mktemp("exp")
+    file = folder / f"e{suffix}"
+    if suffix == ".toml" and any(v is None for _, v in mutations):
+        file = folder / "e.json"  # TOML has no null
+    file.write_bytes(render(file.suffix, doc) if file.suffix != ".toml" else
+                     "\n".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in doc.items()).encode())
+    cli_outcome(capsys, ["run", str(file), "--dry-run", "--runs", str(folder / "runs"), "--out", str(folder / "out")])

@@ -27,8 +27,8 @@ from zoo.registry import registry
 from zoo.spec import ModelSpec, load_spec
 from zoo.summary import diff, flatten, parameter_breakdown
 
-console = Console()
-errors = Console(stderr=True)
+console = Console(emoji=False)  # user text such as ":smile:" is printed as written
+errors = Console(stderr=True, emoji=False)
 
 
 def _spec(name: str, assignments: list[str] | None) -> ModelSpec:

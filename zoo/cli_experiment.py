@@ -15,8 +15,8 @@ from zoo.experiment import load_experiment, store
 
 RECORDS = store.RECORDS
 
-console = Console()
-errors = Console(stderr=True)
+console = Console(emoji=False)  # user text such as ":smile:" is printed as written
+errors = Console(stderr=True, emoji=False)
 TERMINAL_OMITS = {"stalled", "diverged", "failed", "vs baseline: Fisher p", "Δ unstable [95% CI]"}
 
 

@@ -19,8 +19,8 @@ from zoo.errors import RunError, ZooError
 from zoo.spec import load_spec
 from zoo.train import Trainer, check_fits, fit_to_task, load_run, load_train_config, save_evaluation
 
-console = Console()
-errors = Console(stderr=True)
+console = Console(emoji=False)  # user text such as ":smile:" is printed as written
+errors = Console(stderr=True, emoji=False)
 
 
 def _metrics_table(title: str, metrics: dict) -> Table:

@@ -105,7 +105,22 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise SpecError(f"{path}: not valid {path.suffix.lstrip('.').upper()}: {detail}") from None
     if not isinstance(data, dict):
         raise SpecError(f"{path}: the file must hold a table of fields, not {type(data).__name__}")
+    _check_plain(data, path)
     return data
+
+
+def _check_plain(value: Any, path: Path, where: str = "") -> None:
+    """Only what JSON can hold: a TOML date or a YAML !!binary, !!set or !!timestamp is refused here, naming
+    the key, instead of failing as a TypeError wherever the config is copied or hashed."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_plain(item, path, f"{where}.{_key(key)}" if where else _key(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_plain(item, path, f"{where}[{i}]")
+    elif value is not None and not isinstance(value, (str, int, float)):
+        raise SpecError(f"{path}: {where or 'the file'}: a {type(value).__name__} is not a config value "
+                        f"(got {_short(value)}); write a string, number, boolean, list or table")
 
 
 def _read_capped(path: Path) -> bytes:

@@ -33,6 +33,7 @@ from typing import Callable
 
 from rich.console import Console, Group
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
 from zoo import rundir
@@ -301,7 +302,7 @@ class GridView:
             elif state in ("locked", "evaluating elsewhere"):
                 detail = f"another zoo run (pid {cell.lock.holder()}) works on it; waiting"
             table.add_row(cell.variant, cell.task, str(cell.seed), f"[{STYLE.get(state, 'white')}]{state}[/]",
-                          detail[:100])
+                          escape(detail[:100]))  # a reason quotes user input: never markup
         counts: dict[str, int] = {}
         for state in states.values():
             counts[state] = counts.get(state, 0) + 1
@@ -407,7 +408,8 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str =
         console.print(f"[yellow]{len(stale)} cells were run under another definition; their old records and run "
                       f"directories go to {store.STALE}/ and they are run again:[/]")
         for name, changed in stale.items():
-            console.print(f"  {name}: " + "; ".join(changed[:4]) + (" ..." if len(changed) > 4 else ""), soft_wrap=True)
+            console.print(escape(f"  {name}: " + "; ".join(changed[:4]) + (" ..." if len(changed) > 4 else "")),
+                          soft_wrap=True)
     grid = reusable(experiment, grid, list(reuse_from))
     copies = [cell for cell in grid if cell.reuse]
     if copies:
