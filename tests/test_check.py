@@ -1,4 +1,5 @@
-"""`zoo check`: the component contracts on built-in entries and on a user's plugin, one line per failure."""
+"""`zoo check`: the contracts of components, tasks and metrics on built-in entries and on a user's plugin, one line
+per failure."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def test_a_broken_plugin_fails_with_one_line_per_contract(tmp_path, capsys):
         failed = [line for line in lines if "FAILED" in line]
         assert failed and all(line.startswith("ffn.leaky-check: ") for line in failed)
         assert any("causal FAILED: positions before" in line for line in failed)
-        assert lines[-1] == "0 of 1 components keep every contract"
+        assert lines[-1] == "0 of 1 entries keep every contract"
     finally:
         registry.unregister("ffn", "leaky-check")
 
@@ -55,4 +56,55 @@ def test_a_target_that_is_neither_a_component_nor_a_plugin_is_one_line(tmp_path,
 def test_a_pattern_matching_nothing_is_one_line(target, capsys):
     assert main(["check", target]) == 2
     err = capsys.readouterr().err
-    assert "matches no registered component" in err and len(err.strip().splitlines()) == 1
+    assert "matches nothing registered" in err and len(err.strip().splitlines()) == 1
+
+
+BROKEN_TASK_AND_METRIC = """
+from zoo.data import SyntheticTask, register_task
+from zoo.metrics import Metric, register_metric
+
+
+@register_task("overflow-check")
+class Overflow(SyntheticTask):
+    \"\"\"Targets use an id one past the vocabulary.\"\"\"
+
+    def target(self, source):
+        return [self.tgt_vocab for _ in source]
+
+
+@register_metric("unbounded-check")
+class Unbounded(Metric):
+    \"\"\"Counts characters: the references do not score best, and scores leave the bounds.\"\"\"
+
+    label, unit, stall_floor, effect = "characters", "characters", 1.0, 1.0
+
+    def score(self, hypotheses, references):
+        return float(sum(map(len, hypotheses)))
+"""
+
+
+def test_a_plugin_task_and_metric_are_checked_with_one_line_per_failure(tmp_path, capsys):
+    from zoo import metrics
+    from zoo.data import TASKS
+
+    path = tmp_path / "broken_data.py"
+    path.write_text(BROKEN_TASK_AND_METRIC)
+    try:
+        assert main(["check", str(path)]) == 1
+        lines = capsys.readouterr().out.splitlines()
+        failed = [line for line in lines if "FAILED" in line]
+        assert any(line.startswith("task.overflow-check: sequences FAILED: train: an id outside") for line in failed)
+        assert any(line.startswith("metric.unbounded-check: best-on-refs FAILED") for line in failed)
+        assert any(line.startswith("metric.unbounded-check: bounded FAILED") for line in failed)
+        assert lines[-1] == "0 of 2 entries keep every contract"
+    finally:
+        TASKS.unregister("overflow-check")
+        metrics.METRICS.unregister("unbounded-check")
+        metrics.get.cache_clear()
+
+
+def test_built_in_tasks_and_metrics_by_pattern(capsys):
+    assert main(["check", "metric.exact_match"]) == 0
+    assert main(["check", "task.sort"]) == 0
+    out = capsys.readouterr().out
+    assert "metric.exact_match: passed 5 contracts" in out and "task.sort: passed 7 contracts" in out

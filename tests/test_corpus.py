@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from sacrebleu.metrics import BLEU
 
+from zoo.data.text import TextTask
 from zoo.experiment.record import sentence_statistics
 from zoo.report.corpus import TEST_SET_ONLY, compare_corpus, corpus_tost, resampled_scores, sentence_bootstrap
 from zoo.report.stats import FEW, resample_counts
@@ -12,7 +13,7 @@ ALPHA = 0.05
 
 
 def sentence_stats(hypotheses, references):
-    return np.asarray(sentence_statistics("text", hypotheses, references)[0]["bleu"], dtype=float)
+    return np.asarray(sentence_statistics(TextTask.metrics, hypotheses, references)[0]["bleu"], dtype=float)
 
 
 def accuracy(stats):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from zoo.data import DataError, Specials, Task, TaskConfig, collate, load_task, token_batches
+from zoo.data import DataError, Specials, TaskConfig, collate, load_saved, load_task, token_batches
 from zoo.data import tokenizer as tokenizer_module
 from zoo.errors import ZooError
 
@@ -58,7 +58,7 @@ def toy(root: Path, cache: Path, **overrides):
 @pytest.mark.parametrize("name", ["copy", "reverse", "sort", "long-copy"])
 def test_synthetic_task_rules(name):
     task = load_task(name, min_len=3, max_len=8, **SMALL)
-    assert task.kind == "synthetic" and task.metric == "exact" and task.src_vocab == task.tgt_vocab == 24
+    assert task.kind == "synthetic" and task.metrics[0] == "exact_match" and task.src_vocab == task.tgt_vocab == 24
     low, high = (6, 16) if name == "long-copy" else (3, 8)
     for split in ("train", "valid", "test"):
         pairs, sources, references = task.examples(split), task.sources(split), task.references(split)
@@ -257,7 +257,7 @@ def test_shipped_corpora_load_in_both_directions(name, cache):
     task = load_task(name, data_dir=DATA, cache_dir=cache, vocab_size=1000)
     corpus, pair = name.split(":")
     src_lang, tgt_lang = pair.split("-")
-    assert task.kind == "text" and task.metric == "bleu"
+    assert task.kind == "text" and task.metrics == ("bleu", "bleu_lowercase", "chrf")
     for split in ("train", "valid", "test"):
         pairs = task.examples(split)
         lines = (DATA / corpus / f"{split}.{src_lang}").read_text(encoding="utf-8").count("\n")
@@ -358,7 +358,7 @@ def test_collate_shapes_and_padding():
 def test_synthetic_save_and_load(tmp_path):
     task = load_task("sort", pad_id=3, **SMALL)
     task.save(tmp_path / "run")
-    loaded = Task.load(tmp_path / "run")
+    loaded = load_saved(tmp_path / "run")
     assert loaded.config == task.config and loaded.specials == task.specials
     assert loaded.examples("test") == task.examples("test")
 
@@ -368,19 +368,19 @@ def test_text_save_and_load_without_retraining(tmp_path, monkeypatch):
     task = toy(tmp_path, tmp_path / "cache", joint=False, pad_id=3)
     task.save(tmp_path / "run")
     monkeypatch.setattr(tokenizer_module, "train_tokenizer", lambda *a, **k: pytest.fail("retrained"))
-    loaded = Task.load(tmp_path / "run")
+    loaded = load_saved(tmp_path / "run")
     assert json.loads((tmp_path / "run" / "task.json").read_text())["kind"] == "text"
     assert (loaded.src_vocab, loaded.tgt_vocab, loaded.specials) == (task.src_vocab, task.tgt_vocab, task.specials)
     assert loaded.examples("valid") == task.examples("valid") and loaded.references("test") == task.references("test")
     assert loaded.encode_source("alpha beta") == task.encode_source("alpha beta")
     with pytest.raises(DataError, match="no saved task"):
-        Task.load(tmp_path / "nowhere")
+        load_saved(tmp_path / "nowhere")
 
 
 @needs_data
 def test_multi30k_save_and_load_gives_identical_encodings(multi30k, tmp_path):
     multi30k.save(tmp_path)
-    loaded = Task.load(tmp_path)
+    loaded = load_saved(tmp_path)
     sentences = multi30k.sources("test")[:100]
     assert [loaded.encode_source(s) for s in sentences] == [multi30k.encode_source(s) for s in sentences]
     assert loaded.examples("valid") == multi30k.examples("valid")

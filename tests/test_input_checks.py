@@ -10,7 +10,7 @@ import torch
 
 import zoo
 from zoo.cli import main
-from zoo.data import DataError, Task, TaskConfig, load_task
+from zoo.data import DataError, TaskConfig, load_saved, load_task
 from zoo.decode import MAX_BEAM, DecodeConfig, greedy
 from zoo.errors import SpecError, ZooError
 from zoo.experiment import load_experiment
@@ -238,7 +238,7 @@ def test_truncate_or_skip_and_the_task_records_how_many(tmp_path, policy, test_p
     task.save(tmp_path / "saved")
     record = json.loads((tmp_path / "saved" / "task.json").read_text())
     assert record["long_sentences"] == {"policy": policy, "shortened": {"train": 0, "valid": 0, "test": 1}}
-    restored = Task.load(tmp_path / "saved")
+    restored = load_saved(tmp_path / "saved")
     assert restored.positions == 20 and restored.examples("test") == examples
 
 

@@ -167,3 +167,83 @@ def test_a_builtin_cell_has_no_plugins_in_its_definition():
 
     experiment = load_experiment(Path(__file__).resolve().parents[1] / "experiments" / "smoke.toml")
     assert "plugins" not in store.definition(experiment, "post-norm", experiment.config.tasks[0], 0)
+
+
+DATA_PLUGIN = '''
+import numpy as np
+
+from zoo.data import SyntheticTask, register_task
+from zoo.metrics import Metric, register_metric
+
+
+@register_task("{task}")
+class Rotated(SyntheticTask):
+    metrics = ("{metric}", "exact_match")
+
+    def target(self, source):
+        return [*source[1:], *source[:1]]
+
+
+@register_metric("{metric}")
+class FirstRight(Metric):
+    """Percentage of outputs whose first token is the reference's."""
+
+    label, unit, stall_floor, effect = "first token right %", "% of sequences", 5.0, 5.0
+    sentence_level = vectorised = True
+
+    def score(self, hypotheses, references):
+        return float(self.from_totals(self.as_array(self.sentence_statistics(hypotheses, references)).sum(axis=0)))
+
+    def sentence_statistics(self, hypotheses, references):
+        return [[int(h.split()[:1] == r.split()[:1]), 1] for h, r in zip(hypotheses, references)]
+
+    def from_totals(self, totals):
+        totals = np.asarray(totals, dtype=float)
+        return 100.0 * totals[..., 0] / np.maximum(totals[..., 1], 1)
+'''
+
+def _data_experiment(ffn: str, task: str, metric: str) -> str:
+    return (EXPERIMENT.replace('plugins = ["my_components.py"]', 'plugins = ["my_components.py", "my_data.py"]')
+            .replace('name = "copy"', f'name = "{task}"\nprimary = "{metric}"').replace('"plugged-e2e"', f'"{ffn}"'))
+
+
+def _run_plugged_task_and_metric(plugin_file, tmp_path, executor: str, tag: str) -> str:
+    """Run a one-cell experiment whose component, task and metric all come from plugins outside the repository;
+    return its report."""
+    from zoo import metrics
+    from zoo.cli import main
+    from zoo.data import TASKS
+
+    names = {"ffn": f"plugged-{tag}", "task": f"rotated-{tag}", "metric": f"first_right_{tag}"}
+    plugin_file(names["ffn"])
+    (tmp_path / "my_data.py").write_text(DATA_PLUGIN.format(**names))
+    (tmp_path / "exp.toml").write_text(_data_experiment(**names))
+    out = tmp_path / "out"
+    try:
+        argv = ["run", str(tmp_path / "exp.toml"), "--out", str(out), "--runs", str(tmp_path / "runs"), "--no-live",
+                "--report", "--executor", executor] + (["--threads", "1"] if executor == "ray" else [])
+        assert main(argv) == 0
+    finally:
+        TASKS.unregister(names["task"])
+        metrics.METRICS.unregister(names["metric"])
+        metrics.get.cache_clear()
+    record = __import__("json").loads((out / "records" / "plugged" / names["task"] / "seed-0.json").read_text())
+    assert record["status"] == "complete"
+    assert set(record["definition"]["plugins"]) == {"my_components.py", "my_data.py"}
+    assert names["metric"] in record["test"] and names["metric"] in record["sentences"]
+    return (out / "report.md").read_text()
+
+
+def test_a_plugin_task_and_metric_run_and_appear_in_the_report(plugin_file, tmp_path):
+    report = _run_plugged_task_and_metric(plugin_file, tmp_path, "local", "local")
+    assert "rotated-local" in report and "first token right %" in report
+
+
+@pytest.mark.slow
+def test_a_plugin_task_and_metric_run_on_ray(plugin_file, tmp_path):
+    ray = pytest.importorskip("ray", reason="the Ray executor needs the ray extra (./setup.sh dev installs it)")
+    try:
+        report = _run_plugged_task_and_metric(plugin_file, tmp_path, "ray", "ray")
+    finally:
+        ray.shutdown()
+    assert "rotated-ray" in report and "first token right %" in report

@@ -19,7 +19,6 @@ import pytest
 import torch
 
 from zoo.data import load_task
-from zoo.data.config import SYNTHETIC
 from zoo.experiment import store
 from zoo.experiment.config import load_experiment
 from zoo.machine import cpu_model
@@ -42,7 +41,7 @@ def committed_cells():
         for variant, entry, seed in experiment.grid():
             record = (ROOT / "reports" / experiment.name / "records"
                       / store.cell_part(variant, entry.key, seed).with_suffix(".json"))
-            if seed == first_seed and entry.name in SYNTHETIC and record.exists():
+            if seed == first_seed and entry.task_class.kind == "synthetic" and record.exists():
                 yield pytest.param(path, variant, entry.key, record, id=f"{experiment.name}/{variant}/{entry.key}")
 
 

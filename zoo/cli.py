@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import functools
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -81,7 +82,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         console.print(table)
         for message in broken:
             errors.print(f"zoo: preset not listed: {escape(message)}", highlight=False, soft_wrap=True)
-    if not entries and not presets:
+    listed = _list_tasks_and_metrics(pattern)
+    if not entries and not presets and not listed:
         raise ZooError(f"nothing matches {pattern!r}; try 'zoo list' or a pattern such as 'attention.*'")
     return 0
 
@@ -95,6 +97,39 @@ def _counts_table(spec: ModelSpec, title: str) -> Table:
         table.add_row(component, f"{count:,}")
     table.add_row("[bold]total[/bold]", f"[bold]{model.num_parameters():,}[/bold]")
     return table
+
+
+def _list_tasks_and_metrics(pattern: str) -> bool:
+    """Tables of the registered tasks ('task.NAME') and metrics ('metric.NAME') matching `pattern`; any listed."""
+    from zoo import metrics
+    from zoo.data import TASKS
+
+    tasks = [n for n in TASKS.names() if fnmatch.fnmatchcase(f"task.{n}", pattern)]
+    if tasks:
+        table = Table(title=escape("Tasks (an experiment's [[tasks]] name)"), title_justify="left")
+        for column in ("task", "what it is", "metrics (first: default primary)"):
+            table.add_column(column, overflow="fold")
+        for name in tasks:
+            task = TASKS.get(name)
+            shown = f"{name} ({task.family})" if task.family else name
+            table.add_row(*map(escape, (shown, _first_line(task.__doc__), ", ".join(task.metrics))))
+        console.print(table)
+    names = [n for n in metrics.names() if fnmatch.fnmatchcase(f"metric.{n}", pattern)]
+    if names:
+        table = Table(title="Metrics (a task's primary)", title_justify="left")
+        for column in ("metric", "what it is", "better", "bounds", "stall floor"):
+            table.add_column(column, overflow="fold")
+        for name in names:
+            metric = metrics.get(name)
+            table.add_row(*map(escape, (name, _first_line(type(metric).__doc__), "higher" if metric.higher_is_better
+                                        else "lower", f"{metric.bounds[0]:g}..{metric.bounds[1]:g}",
+                                        f"{metric.stall_floor:g}")))
+        console.print(table)
+    return bool(tasks or names)
+
+
+def _first_line(doc: str | None) -> str:
+    return (doc or "").strip().split("\n")[0]
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -147,31 +182,51 @@ def cmd_equiv(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Run the component contracts (zoo/testing.py) on registered entries or on what a plugin registers."""
-    from zoo.plugins import load
-    from zoo.testing import check, contracts_for
-
-    pattern = "*" in args.target or args.target.split(".")[0] in registry.slots()
-    entries = registry.entries(args.target) if pattern else []
-    if not pattern:
-        module = load(args.target).module  # a plugin path or module: check what it registers
-        entries = [e for e in registry.entries() if e.impl.__module__.split(".")[0] == module.split(".")[0]]
-    if not entries:
-        raise ZooError(f"check: {args.target!r} matches no registered component (a 'slot.name' pattern such as "
-                       "'ffn.*', or a plugin that registers components)")
+    """Run the contracts (zoo/testing.py, zoo/testing_data.py) on registered components, tasks and metrics, or
+    on what a plugin registers."""
+    subjects = _check_subjects(args.target)
+    if not subjects:
+        raise ZooError(f"check: {args.target!r} matches nothing registered (a pattern such as 'ffn.*', 'task.*' or "
+                       "'metric.bleu', or a plugin that registers components, tasks or metrics)")
     failed = 0
-    for entry in entries:
-        with console.status(f"checking {entry.qualified}..."):
-            failures = check(entry)
+    for qualified, contracts, check in subjects:
+        with console.status(f"checking {qualified}..."):
+            failures = check()
         failed += bool(failures)
         if not failures:
-            console.print(f"{entry.qualified}: passed {len(contracts_for(entry))} contracts", markup=False,
-                          highlight=False)
+            console.print(f"{qualified}: passed {contracts} contracts", markup=False, highlight=False)
         for contract, reason in failures:
-            console.print(f"{entry.qualified}: {contract} FAILED: {reason}", markup=False, highlight=False,
-                          soft_wrap=True)
-    console.print(f"{len(entries) - failed} of {len(entries)} components keep every contract", markup=False)
+            console.print(f"{qualified}: {contract} FAILED: {reason}", markup=False, highlight=False, soft_wrap=True)
+    console.print(f"{len(subjects) - failed} of {len(subjects)} entries keep every contract", markup=False)
     return 1 if failed else 0
+
+
+def _check_subjects(target: str) -> list[tuple[str, int, Callable[[], list[tuple[str, str]]]]]:
+    """(qualified name, number of contracts, run them) for each entry TARGET names: a 'slot.name', 'task.name' or
+    'metric.name' pattern, or a plugin, whose components, tasks and metrics are all checked."""
+    from zoo import metrics, testing, testing_data
+    from zoo.data import TASKS
+    from zoo.plugins import load
+
+    head = target.split(".")[0]
+    if "*" in target or head in registry.slots() or head in ("task", "metric"):
+        def wanted(qualified: str, module: str) -> bool:
+            return fnmatch.fnmatchcase(qualified, target)
+    else:
+        plugin = load(target).module.split(".")[0]  # a plugin path or module: check what it registers
+
+        def wanted(qualified: str, module: str) -> bool:
+            return module.split(".")[0] == plugin
+
+    subjects = [(e.qualified, len(testing.contracts_for(e)), functools.partial(testing.check, e))
+                for e in registry.entries() if wanted(e.qualified, e.impl.__module__)]
+    subjects += [(f"task.{name}", len(testing_data.task_contracts(name)),
+                  functools.partial(testing_data.check_task, name))
+                 for name in TASKS.names() if wanted(f"task.{name}", TASKS.get(name).__module__)]
+    subjects += [(f"metric.{name}", len(testing_data.metric_contracts(name)),
+                  functools.partial(testing_data.check_metric, name))
+                 for name in metrics.names() if wanted(f"metric.{name}", metrics.METRICS.get(name).__module__)]
+    return subjects
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -184,8 +239,9 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"zoo {__version__}")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("list", help="list registered components and presets", description="List registered components "
-                       "(slot.name) and presets; PATTERN is a shell-style wildcard, e.g. 'attention.*' or '*norm*'.")
+    p = sub.add_parser("list", help="list registered components, presets, tasks and metrics",
+                       description="List registered components (slot.name), presets, tasks (task.name) and metrics "
+                       "(metric.name); PATTERN is a shell-style wildcard, e.g. 'attention.*', '*norm*' or 'task.*'.")
     p.add_argument("pattern", nargs="?", metavar="PATTERN")
     p.set_defaults(run=cmd_list)
 
@@ -209,12 +265,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tolerance", type=float, default=1e-5, help="largest log-probability difference (default 1e-5)")
     p.set_defaults(run=cmd_equiv)
 
-    p = sub.add_parser("check", help="run the component contracts on registered components or a plugin's",
-                       description="Run the contracts every zoo component keeps (shapes and dtypes, gradients, "
+    p = sub.add_parser("check", help="run the contracts on registered components, tasks and metrics or a plugin's",
+                       description="Run the contracts zoo's own entries keep on TARGET: a pattern ('ffn.*', "
+                       "'attention.sdpa', 'task.*', 'metric.bleu') or a plugin (a .py file, folder or module), "
+                       "whose components, tasks and metrics are checked. Components: shapes and dtypes, gradients, "
                        "causality, fully padded rows, determinism under a seed, cached = full decoding, transplant "
-                       "round trip) on TARGET: a 'slot.name' pattern ('ffn.*', 'attention.sdpa') or a plugin (a .py "
-                       "file, folder or module), whose components are checked. One line per failure; exit 1 if any "
-                       "contract fails.")
+                       "round trip. Tasks: sequences, text view, seeded data, held-out splits, floors, save and "
+                       "restore. Metrics: bounds, the references scoring best, per-sentence statistics that sum to "
+                       "the score. One line per failure; exit 1 if any contract fails.")
     p.add_argument("target", metavar="COMPONENT_OR_PLUGIN")
     p.set_defaults(run=cmd_check)
 

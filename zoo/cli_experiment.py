@@ -280,9 +280,10 @@ def add_commands(sub) -> None:
     p = sub.add_parser("report", help="write a comparison report from an experiment's records",
                        description="Read the records of EXPERIMENT (OUT/records; never trains, never reads a run "
                        "directory) and write report.md, results.csv and plots: run outcomes and instability, "
-                       "per-variant estimates over seeds, one verdict per task on its primary metric with "
-                       "Holm-adjusted p-values, effect sizes, detectable differences, equivalence by TOST, placebo "
-                       "pairs, the equivalence matrix and the check of the experiment's findings.")
+                       "per-variant estimates over seeds, one verdict per task on its primary metric with p-values "
+                       "adjusted by the experiment's correction (Holm or Benjamini-Hochberg), effect sizes, "
+                       "detectable differences, equivalence by TOST, placebo pairs, trivial floors, transfer tables, "
+                       "the equivalence matrix and the check of the experiment's findings.")
     _experiment_arguments(p)
     p.set_defaults(run=cmd_report)
 

@@ -1,9 +1,9 @@
 """Evaluation: teacher-forced loss and perplexity, and decoded-output metrics.
 
-Text tasks are scored with sacreBLEU on detokenized output against the raw references: BLEU
-(cased, sacreBLEU's default 13a tokenization), BLEU lowercased (`lowercase=True`), and chrF.
-Synthetic tasks report exact match (whole sequence) and token accuracy (position by position
-against the reference, over the reference's length).
+Decoded outputs are scored by the metrics their task names (zoo/metrics.py). Text tasks: sacreBLEU on
+detokenized output against the raw references, BLEU (cased, 13a tokenization), BLEU lowercased and
+chrF. Synthetic tasks: exact match (whole sequence) and token accuracy (position by position against
+the reference, over the reference's length).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-import sacrebleu
 import torch
 
+from zoo import metrics
 from zoo.data import Task, collate, token_batches
 from zoo.decode import DecodeConfig, decode
 from zoo.loss import loss_sums
@@ -68,28 +68,17 @@ def translate(model: Seq2Seq, task: Task, sources: list[list[int]], config: Deco
 
 
 def score(task: Task, hypotheses: list[str], references: list[str]) -> dict:
-    if task.metric == "bleu":
-        return {
-            "bleu": sacrebleu.corpus_bleu(hypotheses, [references]).score,
-            "bleu_lowercase": sacrebleu.corpus_bleu(hypotheses, [references], lowercase=True).score,
-            "chrf": sacrebleu.corpus_chrf(hypotheses, [references]).score,
-        }
-    exact = sum(h == r for h, r in zip(hypotheses, references))
-    right = total = 0
-    for hyp, ref in zip(hypotheses, references):
-        hyp_tokens, ref_tokens = hyp.split(), ref.split()
-        right += sum(h == r for h, r in zip(hyp_tokens, ref_tokens))
-        total += len(ref_tokens)
-    return {"exact_match": 100.0 * exact / max(len(references), 1), "token_accuracy": 100.0 * right / max(total, 1)}
+    """Every metric the task is scored by (Task.metrics), by name."""
+    return {name: metrics.get(name).score(hypotheses, references) for name in task.metrics}
 
 
 def evaluate(model: Seq2Seq, task: Task, split: str, config: DecodeConfig, *, limit: int | None = None,
              progress: Callable[[int], None] | None = None) -> tuple[dict, list[str]]:
-    """Loss/perplexity and the task's metric on `split` (first `limit` sentences); also the outputs."""
+    """Loss/perplexity and the task's metrics on `split` (first `limit` sentences); also the outputs."""
     examples = task.examples(split)[:limit] if limit else task.examples(split)
     references = task.references(split)[: len(examples)]
     hypotheses = translate(model, task, [src for src, _ in examples], config, progress=progress)
-    metrics = {"split": split, "sentences": len(examples), "beam": config.beam, "alpha": config.alpha,
-               **score(task, hypotheses, references),
-               **{f"{k}": v for k, v in validation_loss(model, task, split, limit=limit).items() if k != "loss"}}
-    return metrics, hypotheses
+    scores = {"split": split, "sentences": len(examples), "beam": config.beam, "alpha": config.alpha,
+              **score(task, hypotheses, references),
+              **{f"{k}": v for k, v in validation_loss(model, task, split, limit=limit).items() if k != "loss"}}
+    return scores, hypotheses

@@ -1,8 +1,9 @@
-"""Plugins: a user's own components (and, as the registries open, tasks and metrics), loaded before
-anything is validated, so that every command sees them as it sees zoo's own.
+"""Plugins: a user's own components, tasks and metrics, loaded before anything is validated, so that every
+command sees them as it sees zoo's own.
 
 A plugin is a Python file (`my_components.py`), a folder with `__init__.py`, or an importable module
-(`mypkg.zoo_ext`). It registers what it brings at import time (`@zoo.register("ffn", "glu", ...)`).
+(`mypkg.zoo_ext`). It registers what it brings at import time (`@zoo.register("ffn", "glu", ...)`,
+`@register_task("rotate")`, `@register_metric("edit_accuracy")`).
 Plugins come from, in this order:
 
     installed packages' entry points in the group `zoo.plugins` (`pip install` a plugin package)
@@ -46,6 +47,13 @@ class Plugin:
     module: str  # the module it was imported as
     version: str  # of the installed distribution that provides it, else 'unversioned'
     sha256: str  # of its source files (see `files`)
+
+    @property
+    def label(self) -> str:
+        """How definitions and provenance name it: a path plugin by its file or folder name, a module by its
+        name. The same in every process and from any working directory (a worker loads it by its resolved path;
+        `--plugin sub/my.py` from one folder is `--plugin my.py` from another), so neither stales a cell."""
+        return Path(self.where).name if Path(self.where).is_absolute() else self.name
 
 
 _loaded: dict[str, Plugin] = {}  # key: resolved path or module name
@@ -161,7 +169,7 @@ def sources_of(modules: Iterable[str]) -> dict[str, str]:
     """{plugin name: sha256 of its sources} for the loaded plugins that define any of `modules` (the modules
     of the classes a run uses): what a cell's definition must include, so that editing them makes it stale."""
     modules = set(modules)
-    return {p.name: p.sha256 for p in _loaded.values()
+    return {p.label: p.sha256 for p in _loaded.values()
             if any(m == p.module or m.startswith(p.module + ".") for m in modules)}
 
 

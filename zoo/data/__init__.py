@@ -5,19 +5,21 @@
                                                        # tgt is [bos] ... [eos]
     for batch in token_batches([(len(s), len(t)) for s, t in pairs], 4096, seed=0, epoch=e):
         src, tgt_in, tgt_out = collate([pairs[i] for i in batch], task.specials.pad)  # (B,S) (B,T) (B,T)
-    task.decode_target(ids) vs task.references("test")  # scored by task.metric ("bleu" | "exact")
+    task.decode_target(ids) vs task.references("test")  # scored by task.metrics (zoo/metrics.py)
 
-Files: config.py (TaskConfig, task names), task.py (Specials, Task, load_task), synthetic.py,
-text.py + corpus.py + tokenizer.py (parallel text), batching.py (token_batches, collate).
+Files: config.py (TaskConfig, task names, load_task, load_saved), task.py (Specials, Task), tasks.py
+(the task registry: register_task), synthetic.py, text.py + corpus.py + tokenizer.py (parallel text),
+batching.py (token_batches, collate).
 """
 
 from zoo.data.batching import collate, token_batches
-from zoo.data.config import TaskConfig
+from zoo.data.config import TaskConfig, load_saved, load_task
 from zoo.data.corpus import check_files
 from zoo.data.synthetic import SyntheticTask
-from zoo.data.task import Specials, Task, load_task
+from zoo.data.task import Specials, Task
+from zoo.data.tasks import TASKS, register_task, task_class
 from zoo.data.text import TextTask
 from zoo.errors import DataError
 
-__all__ = ["DataError", "Specials", "SyntheticTask", "Task", "TaskConfig", "TextTask", "check_files", "collate",
-           "load_task", "token_batches"]
+__all__ = ["TASKS", "DataError", "Specials", "SyntheticTask", "Task", "TaskConfig", "TextTask", "check_files",
+           "collate", "load_saved", "load_task", "register_task", "task_class", "token_batches"]

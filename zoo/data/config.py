@@ -1,49 +1,41 @@
 """TaskConfig: everything that defines a task's data, validated, with errors that name the field.
 
-A task name is either one of the synthetic tasks (generated from the seed, no files) or
-`CORPUS:SRC-TGT`, a folder of parallel text read by language codes. The name is checked here, so a
-typo fails before any file is opened or any tokenizer is trained.
+A task name is a registered task (zoo/data/tasks.py: the synthetic tasks, generated from the seed with
+no files, and any a plugin registers) or `CORPUS:SRC-TGT`, a folder of parallel text read by language
+codes. The name is checked here, so a typo fails before any file is opened or any tokenizer is trained.
+`load_task` makes a Task from a config, `load_saved` restores one a run directory saved.
 """
 
 from __future__ import annotations
 
-import difflib
-import re
+import json
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from zoo.config_io import Count, describe_error
+from zoo.data.task import FORMAT, TASK_FILE, Specials, Task
+from zoo.data.tasks import task_class
+from zoo.data.text import TEXT_NAME
 from zoo.errors import DataError
-
-SYNTHETIC = ("copy", "reverse", "sort", "long-copy")
-# Corpus folder names may hold hyphens (wmt-ende-10k); language codes may not, the hyphen separates them.
-_TEXT_NAME = re.compile(r"^(?P<corpus>[^:/\\\s]+):(?P<src>[A-Za-z0-9_]+)-(?P<tgt>[A-Za-z0-9_]+)$")
 
 
 class TaskName(NamedTuple):
-    """A parsed task name: `corpus`, `src` and `tgt` are empty for a synthetic task."""
+    """A parsed task name: `corpus`, `src` and `tgt` are empty but for a parallel-text task."""
 
-    kind: Literal["synthetic", "text"]
+    kind: str  # the task class's family kind: 'synthetic', 'text', or a plugin's
     corpus: str = ""
     src: str = ""
     tgt: str = ""
 
 
 def parse_name(name: str) -> TaskName:
-    """'copy' -> synthetic; 'multi30k:de-en' -> text (corpus multi30k, de -> en)."""
-    if name in SYNTHETIC:
-        return TaskName("synthetic")
-    match = _TEXT_NAME.match(name)
-    if match:
-        return TaskName("text", match["corpus"], match["src"], match["tgt"])
-    close = difflib.get_close_matches(name, SYNTHETIC, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    raise ValueError(
-        f"name: {name!r} is not a task{hint} (allowed: {', '.join(SYNTHETIC)}, "
-        "or CORPUS:SRC-TGT such as 'multi30k:de-en' or 'wmt-ende-10k:en-de')"
-    )
+    """'copy' -> synthetic; 'multi30k:de-en' -> text (corpus multi30k, de -> en); ValueError naming the
+    valid names otherwise."""
+    kind = task_class(name).kind
+    match = TEXT_NAME.match(name) if kind == "text" else None
+    return TaskName(kind, match["corpus"], match["src"], match["tgt"]) if match else TaskName(kind)
 
 
 class TaskConfig(BaseModel):
@@ -109,17 +101,21 @@ class TaskConfig(BaseModel):
         return self
 
     def sequence_lengths(self) -> tuple[int, int]:
-        """Shortest and longest synthetic sequence: long-copy doubles min_len and max_len."""
-        scale = 2 if self.name == "long-copy" else 1
+        """Shortest and longest synthetic sequence: the task's length_scale (long-copy: 2) times min_len, max_len."""
+        scale = getattr(self.task_class, "length_scale", 1)
         return scale * self.min_len, scale * self.max_len
+
+    @property
+    def task_class(self) -> type[Task]:
+        return task_class(self.name)
 
     @property
     def parsed(self) -> TaskName:
         return parse_name(self.name)
 
     @property
-    def kind(self) -> Literal["synthetic", "text"]:
-        return self.parsed.kind
+    def kind(self) -> str:
+        return self.task_class.kind
 
 
 def _distinct_sequences(symbols: int, low: int, high: int, above: int) -> int:
@@ -151,3 +147,38 @@ def make_config(config: TaskConfig | str | dict[str, Any], overrides: dict[str, 
     else:
         raise DataError(f"task: expected a task name or a TaskConfig, got {type(config).__name__}")
     return TaskConfig(**{**data, **(overrides or {})})
+
+
+def load_task(config: TaskConfig | str, *, pad_id: int = 0, cache_dir: Path | None = None, **overrides: Any) -> Task:
+    """A Task from a config or a task name, with TaskConfig field overrides.
+
+    `pad_id` must be the model spec's pad_id. `cache_dir` holds trained tokenizers (default
+    $ZOO_CACHE/tokenizers, else ~/.cache/zoo/tokenizers); synthetic tasks do not use it.
+
+        load_task("copy", symbols=10)                    # exact-match task, vocab 4 + 10
+        load_task("multi30k:de-en", vocab_size=8000)     # BLEU task, joint BPE
+    """
+    config = make_config(config, overrides)
+    specials = Specials.for_pad(pad_id)
+    return config.task_class._create(config, specials, Path(cache_dir) if cache_dir is not None else None)
+
+
+def load_saved(folder: Path) -> Task:
+    """The task Task.save wrote into `folder`, without retraining; text is read lazily from the data folder."""
+    path = Path(folder) / TASK_FILE
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"{path}: no saved task here (Task.save writes {TASK_FILE})") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DataError(f"{path}: cannot read saved task ({err})") from None
+    if not isinstance(record, dict) or record.get("format") != FORMAT or not isinstance(record.get("config"), dict):
+        raise DataError(f"{path}: not a task file of format {FORMAT} (format or config missing)")
+    config = make_config(record["config"])
+    if record.get("kind") != config.kind:
+        raise DataError(f"{path}: the saved task is of kind {record.get('kind')!r}, but {config.name!r} is a "
+                        f"{config.kind} task here (was its plugin changed or not loaded?)")
+    specials = Specials.for_pad(record.get("pad_id", 0))
+    task = config.task_class._restore(config, specials, Path(folder), record)
+    task.positions = record.get("positions")  # examples() applies the same length policy as in training
+    return task

@@ -12,10 +12,13 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from zoo.data.config import TaskConfig
 from zoo.data.task import SPLITS
 from zoo.errors import DataError
+
+if TYPE_CHECKING:
+    from zoo.data.config import TaskConfig
 
 DATA_ENV = "ZOO_DATA_DIR"
 LAYOUT = "DATA_DIR/CORPUS/{train,valid,test}.LANG, UTF-8, one sentence per line, aligned by line"

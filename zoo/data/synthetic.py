@@ -1,8 +1,10 @@
 """Synthetic tasks: copy, reverse, sort and long-copy, generated from (seed, split) with no files.
 
-They isolate what a variant can learn from what the data allows: a correct model reaches 100%
-exact match, so a variant that does not has a bug or a real weakness. long-copy draws lengths
-between 2 x min_len and 2 x max_len, so cross-attention must find its place in long inputs.
+Each is a SyntheticTask with its own target rule (`target`); a plugin adds a task the same way, by
+subclassing SyntheticTask and registering it (zoo/data/tasks.py). They isolate what a variant can
+learn from what the data allows: a correct model reaches 100% exact match, so a variant that does
+not has a bug or a real weakness. long-copy draws lengths between 2 x min_len and 2 x max_len, so
+cross-attention must find its place in long inputs.
 
 Symbols are the first `symbols` ids the specials do not take (4, 5, ... for pad_id 0). The test
 split is drawn first, then valid avoiding test, then train avoiding both: a held-out source never
@@ -14,33 +16,35 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from zoo.data.config import TaskConfig
 from zoo.data.task import Specials, Task
 from zoo.errors import DataError
 
-_TARGET_RULES = {
-    "copy": lambda seq: list(seq),
-    "long-copy": lambda seq: list(seq),
-    "reverse": lambda seq: list(reversed(seq)),
-    "sort": sorted,  # ascending ids, which is ascending symbol order
-}
-_SOURCE_IS_TARGET = {"copy", "long-copy"}
+if TYPE_CHECKING:
+    from zoo.data.config import TaskConfig
 
 
 class SyntheticTask(Task):
-    """Sequences of symbol ids; text is the ids joined by spaces ('7 12 5'), scored by exact match."""
+    """Sequences of symbol ids; text is the ids joined by spaces ('7 12 5'), scored by exact match.
+
+    A subclass gives the target rule (`target`), and may lengthen the sequences (`length_scale`, applied to
+    min_len and max_len) or say that its target is its source (`source_is_target`: no identity floor)."""
 
     kind = "synthetic"
-    metric = "exact"
+    metrics = ("exact_match", "token_accuracy")
+    length_scale: ClassVar[int] = 1
+    source_is_target: ClassVar[bool] = False
+
+    def target(self, source: tuple[int, ...]) -> list[int]:
+        """The target sequence of a source sequence."""
+        raise NotImplementedError
 
     def __init__(self, config: TaskConfig, specials: Specials):
         taken = {specials.pad, specials.unk, specials.bos, specials.eos}
         self.symbol_ids = [i for i in range(specials.span + config.symbols) if i not in taken][: config.symbols]
         vocab = max(self.symbol_ids[-1], specials.span - 1) + 1
         super().__init__(config, specials, vocab, vocab)
-        self._rule = _TARGET_RULES[config.name]
         self._sources: dict[str, list[tuple[int, ...]]] | None = None  # drawn on first use
 
     @classmethod
@@ -80,23 +84,23 @@ class SyntheticTask(Task):
     # -- the Task interface ----------------------------------------------------------------------
     def examples(self, split: str) -> list[tuple[list[int], list[int]]]:
         eos, bos = self.specials.eos, self.specials.bos
-        return [([*seq, eos], [bos, *self._rule(seq), eos]) for seq in self._split_sources(split)]
+        return [([*seq, eos], [bos, *self.target(seq), eos]) for seq in self._split_sources(split)]
 
     def sources(self, split: str) -> list[str]:
         return [_text(seq) for seq in self._split_sources(split)]
 
     def references(self, split: str) -> list[str]:
-        return [_text(self._rule(seq)) for seq in self._split_sources(split)]
+        return [_text(self.target(seq)) for seq in self._split_sources(split)]
 
     def trivial_outputs(self, split: str) -> dict[str, list[str]]:
         """identity: the source itself (left out where the task's target IS the source: copy and long-copy, whose
         answer it is); majority: at each position the target symbol most frequent there in training, as long as
         the source (a system that reads only the input's length)."""
         sources = self._split_sources(split)
-        outputs = {} if self.config.name in _SOURCE_IS_TARGET else {"identity": [_text(seq) for seq in sources]}
+        outputs = {} if self.source_is_target else {"identity": [_text(seq) for seq in sources]}
         counts: list[dict[int, int]] = []
         for seq in self._split_sources("train"):
-            for position, symbol in enumerate(self._rule(seq)):
+            for position, symbol in enumerate(self.target(seq)):
                 if position == len(counts):
                     counts.append({})
                 counts[position][symbol] = counts[position].get(symbol, 0) + 1
@@ -129,3 +133,32 @@ def _describe_ids(ids: list[int]) -> str:
 def _text(ids) -> str:
     return " ".join(str(i) for i in ids)
 
+
+
+class Copy(SyntheticTask):
+    """The target is the source."""
+
+    source_is_target = True
+
+    def target(self, source: tuple[int, ...]) -> list[int]:
+        return list(source)
+
+
+class LongCopy(Copy):
+    """Copy with lengths doubled (2 x min_len .. 2 x max_len): cross-attention must find its place."""
+
+    length_scale = 2
+
+
+class Reverse(SyntheticTask):
+    """The source backwards."""
+
+    def target(self, source: tuple[int, ...]) -> list[int]:
+        return list(reversed(source))
+
+
+class Sort(SyntheticTask):
+    """The source's symbols in ascending order (ascending ids)."""
+
+    def target(self, source: tuple[int, ...]) -> list[int]:
+        return sorted(source)

@@ -7,8 +7,9 @@ convention everywhere, so training and decoding code never look at the task kind
 
 Two kinds implement it: SyntheticTask (zoo/data/synthetic.py, generated from the seed, scored by
 exact match) and TextTask (zoo/data/text.py, parallel text through trained tokenizers, scored by
-BLEU). `Task.save` writes what a run directory needs to decode again without the cache
-(task.json + tokenizer files); `Task.load` reads it back without retraining.
+BLEU and chrF). Tasks are registered by name in zoo/data/tasks.py, where a plugin adds its own.
+`Task.save` writes what a run directory needs to decode again without the cache (task.json +
+tokenizer files); `load_saved` (zoo/data/config.py) reads it back without retraining.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from zoo.atomic import write_text_atomic
-from zoo.data.config import TaskConfig, make_config
 from zoo.errors import DataError
+
+if TYPE_CHECKING:
+    from zoo.data.config import TaskConfig
 
 SPLITS = ("train", "valid", "test")
 TASK_FILE = "task.json"
@@ -58,14 +61,16 @@ class Specials:
 class Task:
     """A task's splits as id pairs and text. Build one with `load_task`; see the module docstring."""
 
-    kind: ClassVar[Literal["synthetic", "text"]]
-    metric: ClassVar[Literal["bleu", "exact"]]
-    _kinds: ClassVar[dict[str, type[Task]]] = {}
+    registry_name: ClassVar[str]  # set by zoo.data.tasks.register_task
+    kind: ClassVar[str]  # the family: 'synthetic' (generated, TaskConfig's synthetic fields) or 'text' (a corpus)
+    metrics: ClassVar[tuple[str, ...]]  # names in zoo.metrics it is scored by; the first is the default primary
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "kind" in cls.__dict__:  # the class that introduces a kind is the one Task.load restores
-            Task._kinds[cls.kind] = cls
+    family: ClassVar[str | None] = None  # the task names it answers to instead of its registered one, in words
+
+    @classmethod
+    def claims(cls, name: str) -> bool:
+        """Whether `name` is one of the family's task names (only asked of a class with a `family`)."""
+        return False
 
     def __init__(self, config: TaskConfig, specials: Specials, src_vocab: int, tgt_vocab: int):
         self.config = config
@@ -158,34 +163,3 @@ class Task:
         }
         write_text_atomic(folder / TASK_FILE, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
 
-    @classmethod
-    def load(cls, folder: Path) -> Task:
-        """The task saved in `folder`, without retraining; text is read lazily from the data folder."""
-        path = Path(folder) / TASK_FILE
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DataError(f"{path}: no saved task here (Task.save writes {TASK_FILE})") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise DataError(f"{path}: cannot read saved task ({err})") from None
-        if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("kind") not in Task._kinds:
-            raise DataError(f"{path}: not a task file of format {FORMAT} with kind in {sorted(Task._kinds)}")
-        config = make_config(record.get("config") or {})
-        specials = Specials.for_pad(record.get("pad_id", 0))
-        task = Task._kinds[record["kind"]]._restore(config, specials, Path(folder), record)
-        task.positions = record.get("positions")  # examples() applies the same length policy as in training
-        return task
-
-
-def load_task(config: TaskConfig | str, *, pad_id: int = 0, cache_dir: Path | None = None, **overrides: Any) -> Task:
-    """A Task from a config or a task name, with TaskConfig field overrides.
-
-    `pad_id` must be the model spec's pad_id. `cache_dir` holds trained tokenizers (default
-    $ZOO_CACHE/tokenizers, else ~/.cache/zoo/tokenizers); synthetic tasks do not use it.
-
-        load_task("copy", symbols=10)                    # exact-match task, vocab 4 + 10
-        load_task("multi30k:de-en", vocab_size=8000)     # BLEU task, joint BPE
-    """
-    config = make_config(config, overrides)
-    specials = Specials.for_pad(pad_id)
-    return Task._kinds[config.kind]._create(config, specials, Path(cache_dir) if cache_dir is not None else None)

@@ -2,7 +2,7 @@
 
 load_task reads and checks every split at once (so a broken test file fails before training, not
 after it), trains or fetches the tokenizers from the cache, and tokenizes each split on first use
-with `encode_batch` (multi30k's 29k pairs take about a second). A task restored with Task.load
+with `encode_batch` (multi30k's 29k pairs take about a second). A task restored with load_saved
 reads its text only when examples, sources or references are first asked for.
 
 Training pairs with more than max_tokens_per_sentence tokens on either side are dropped, and
@@ -13,27 +13,37 @@ the model's positional table, as `long_sentences` says (Task.limit_lengths).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tokenizers import Tokenizer
 
 from zoo.atomic import write_atomic
-from zoo.data.config import TaskConfig
 from zoo.data.corpus import ParallelSplit, read_corpus, resolve_data_dir
 from zoo.data.task import Specials, Task
 from zoo.data.tokenizer import cached_tokenizer, default_cache_dir, load_tokenizer
 from zoo.errors import DataError
 
+if TYPE_CHECKING:
+    from zoo.data.config import TaskConfig
+
+# Corpus folder names may hold hyphens (wmt-ende-10k); language codes may not, the hyphen separates them.
+TEXT_NAME = re.compile(r"^(?P<corpus>[^:/\\\s]+):(?P<src>[A-Za-z0-9_]+)-(?P<tgt>[A-Za-z0-9_]+)$")
 JOINT_FILE = "tokenizer.json"
 SIDE_FILES = {"src": "tokenizer.src.json", "tgt": "tokenizer.tgt.json"}
 
 
 class TextTask(Task):
-    """Sentences of a parallel corpus as subword (or word) ids, scored by BLEU."""
+    """Sentences of a parallel corpus as subword (or word) ids, scored by BLEU and chrF."""
 
     kind = "text"
-    metric = "bleu"
+    metrics = ("bleu", "bleu_lowercase", "chrf")
+    family = "CORPUS:SRC-TGT such as 'multi30k:de-en' or 'wmt-ende-10k:en-de'"
+
+    @classmethod
+    def claims(cls, name: str) -> bool:
+        return TEXT_NAME.match(name) is not None
 
     def __init__(self, config: TaskConfig, specials: Specials, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
                  data_dir: Path | None, corpus: dict[str, ParallelSplit] | None = None,

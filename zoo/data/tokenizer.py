@@ -19,15 +19,18 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tokenizers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from zoo.atomic import write_atomic
-from zoo.data.config import TaskConfig
 from zoo.data.corpus import TextFile
 from zoo.data.task import Specials
 from zoo.errors import DataError
+
+if TYPE_CHECKING:
+    from zoo.data.config import TaskConfig
 
 CACHE_ENV = "ZOO_CACHE"
 KEY_FORMAT = 1  # bump when the tokenizer pipeline below changes, so stale cache entries are not reused

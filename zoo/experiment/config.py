@@ -36,8 +36,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from zoo import metrics
 from zoo.config_io import Count, Number, describe_error, read_config_file
-from zoo.data import TaskConfig, check_files
+from zoo.data import Task, TaskConfig, check_files, task_class
 from zoo.decode import MAX_BEAM, MAX_RATIO
 from zoo.errors import DataError, SpecError, ZooError
 from zoo.experiment.store import check_name
@@ -63,11 +64,6 @@ class Variant(BaseModel):
         return check_name(value, "label")
 
 
-# What a task is judged by, and what a run that learned nothing looks like on it, by default.
-PRIMARY_METRICS = ("bleu", "chrf", "exact_match", "token_accuracy")
-STALL_FLOORS = {"bleu": 1.0, "chrf": 10.0, "exact_match": 5.0, "token_accuracy": 20.0}
-
-
 class StallSettings(BaseModel):
     """When a complete run counts as *stalled*: trained to the end without learning the task."""
 
@@ -87,9 +83,10 @@ class TaskEntry(BaseModel):
     train: dict[str, Any] = Field(default_factory=dict, description="TrainConfig overrides for this task")
     threshold: Number | None = Field(None, description="report the steps needed to reach this validation value "
                                                       "of the primary metric")
-    primary: Literal["bleu", "chrf", "exact_match", "token_accuracy"] | None = Field(
-        None, description="the one metric verdicts are given on (default: bleu for translation, exact_match "
-                          "for synthetic tasks); every other metric is descriptive")
+    primary: str | None = Field(
+        None, description="the one metric verdicts are given on, one of the task's metrics (default: the task's "
+                          "first: bleu for translation, exact_match for synthetic tasks); every other metric is "
+                          "descriptive")
     margin: Number | None = Field(None, gt=0, description="equivalence margin on the primary metric, in its units: "
                                                          "a variant is 'equivalent within ±margin' only by TOST")
     detect: Number | None = Field(None, gt=0, description="the difference `zoo plan` sizes seeds for (default: "
@@ -115,32 +112,29 @@ class TaskEntry(BaseModel):
         return self.label or self.name.replace(":", "-")
 
     @property
-    def primary_metric(self) -> str:
-        from zoo.data.config import parse_name
+    def task_class(self) -> type[Task]:
+        return task_class(self.name)
 
-        return self.primary or ("bleu" if parse_name(self.name).kind == "text" else "exact_match")
+    @property
+    def primary_metric(self) -> str:
+        return self.primary or self.task_class.metrics[0]
 
     @property
     def stall_floor(self) -> float | None:
         """The floor in force: the declared one, else the primary metric's default; None for a floor of 0."""
-        floor = self.stall.floor if self.stall.floor is not None else STALL_FLOORS[self.primary_metric]
+        floor = self.stall.floor if self.stall.floor is not None else metrics.get(self.primary_metric).stall_floor
         return floor or None
 
     @property
     def target_effect(self) -> float:
-        default = 5.0 if self.primary_metric in ("exact_match", "token_accuracy") else 1.0
-        return self.detect or self.margin or default
+        return self.detect or self.margin or metrics.get(self.primary_metric).effect
 
     @model_validator(mode="after")
     def _safe_key(self) -> "TaskEntry":
         check_name(self.key, "label" if self.label is not None else "name")
-        if self.primary in ("bleu", "chrf") or self.primary is None:
-            return self
-        from zoo.data.config import parse_name
-
-        if parse_name(self.name).kind == "text":
-            raise ValueError(f"primary: {self.primary!r} is a synthetic-task metric; translation tasks use bleu "
-                             "or chrf")
+        if self.primary is not None and self.primary not in self.task_class.metrics:
+            raise ValueError(f"primary: {self.primary!r} is not a metric of task {self.name!r} (allowed: "
+                             f"{', '.join(self.task_class.metrics)})")
         return self
 
 
@@ -239,7 +233,7 @@ class ExperimentConfig(BaseModel):
                                                    "(default: the first)")
     shared: dict[str, Any] = Field(default_factory=dict, description="spec overrides applied to every variant")
     plugins: list[str] = Field(default_factory=list, description="plugin files, folders or modules to load before "
-                                                                 "the variants are validated (paths relative to "
+                                                                 "anything else is validated (paths relative to "
                                                                  "this file)")
     variants: list[Variant] = Field(min_length=1)
     tasks: list[TaskEntry] = Field(min_length=1)
@@ -322,6 +316,12 @@ class Experiment:
         return [(v.label, t, s) for t in self.config.tasks for v in self.config.variants for s in self.config.seeds]
 
 
+class _Plugins(BaseModel):
+    """The `plugins` field alone, validated as ExperimentConfig validates it, to load them before the rest."""
+
+    plugins: list[str] = ExperimentConfig.model_fields["plugins"]
+
+
 def _resolve_base(base: str, folder: Path) -> str:
     candidate = folder / base
     return str(candidate) if candidate.suffix in (".toml", ".yaml", ".yml", ".json") and candidate.exists() else base
@@ -336,12 +336,13 @@ def load_experiment(path: str | Path) -> Experiment:
         path = Path("experiments") / f"{path}.toml"  # `zoo run quickstart`
     data = read_config_file(path)
     try:
+        # plugins first: the tasks and metrics the rest of the file names may be theirs
+        plugins = _Plugins.model_validate({"plugins": data.get("plugins", [])} if isinstance(data, dict) else {})
+        load_all(plugins.plugins, base=path.parent, environment=False, entry_points=False)
         config = ExperimentConfig.model_validate(data)
     except ValidationError as err:
         raise ExperimentError(f"{path}: " + "; ".join(describe_error(e, ExperimentConfig)
                                                       for e in err.errors())) from None
-    try:
-        load_all(config.plugins, base=path.parent, environment=False, entry_points=False)
     except PluginError as err:
         raise ExperimentError(f"{path}: plugins: {err}") from None
     specs = {}

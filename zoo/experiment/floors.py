@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from zoo.experiment.store import data_fingerprint
+from zoo.experiment.store import data_fingerprint, task_modules
 from zoo.rundir import RunError, atomic_write, read_table
 
 FOLDER = ".floors"
@@ -35,15 +35,21 @@ def floor_path(records_root: Path, task_key: str) -> Path:
 
 
 def definition(experiment, task) -> dict[str, Any]:
-    """What decides a task's floors: its settings and its data (no model, no training, no seed)."""
+    """What decides a task's floors: its settings and its data (no model, no training, no seed), and the sources
+    of a plugin's task or metrics where it uses them."""
+    from zoo.plugins import sources_of
+
     task_config = experiment.task_config(task)
-    return {"task": task_config.model_dump(mode="json", exclude={"data_dir"}), "data": data_fingerprint(task_config)}
+    defined = {"task": task_config.model_dump(mode="json", exclude={"data_dir"}), "data": data_fingerprint(task_config)}
+    plugins = sources_of(task_modules(task_config))
+    return {**defined, "plugins": plugins} if plugins else defined
 
 
 def is_current(floor: dict[str, Any], current: dict[str, Any]) -> bool:
     """The recorded definition is today's; the data part counts only where the corpus is here to compare."""
     recorded = floor.get("definition")
-    if not isinstance(recorded, dict) or recorded.get("task") != current["task"]:
+    if not isinstance(recorded, dict) or recorded.get("task") != current["task"] \
+            or recorded.get("plugins") != current.get("plugins"):
         return False
     return current["data"] is None or recorded.get("data") == current["data"]
 
@@ -59,7 +65,7 @@ def compute(experiment, task) -> dict[str, Any]:
     references = loaded.references("test")
     systems = {}
     for name, outputs in loaded.trivial_outputs("test").items():
-        sentences, signatures = sentence_statistics(task_config.kind, outputs, references)
+        sentences, signatures = sentence_statistics(loaded.metrics, outputs, references)
         systems[name] = {"test": score(loaded, outputs, references), "sentences": sentences,
                          "signatures": signatures}
     return {"format": FORMAT, "task": task.key, "definition": definition(experiment, task), "systems": systems}

@@ -11,9 +11,10 @@
       "curves": {"train": {column: [...]}, "eval": {column: [...]}},   every logged row, by column
       "test": {...},                                         test-set metrics (test.json)
       "hypotheses": [...],                                   the decoded test set
-      "sentences": {"bleu": [[...]], "chrf": [[...]]}        per-sentence sacreBLEU statistics (text), or
-                   {"exact_match": [0, 1, ...]}             per-sentence exact match (synthetic)
-      "signatures": {"bleu": "...", "chrf": "..."},          sacreBLEU signatures of the test metrics
+      "sentences": {"bleu": [[...]], "chrf": [[...]]}        per-sentence statistics of each sentence-level
+                   {"exact_match": [0, 1, ...]}             metric of the task (zoo/metrics.py): sacreBLEU's
+                                                             for text, exact match for synthetic tasks
+      "signatures": {"bleu": "...", "chrf": "..."},          the metrics' signatures (sacreBLEU's)
       "provenance": {zoo version and commit, torch, python, cpu, concurrent runs, finished}
     }
 
@@ -30,10 +31,11 @@ import platform
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt, StrictStr, ValidationError, model_validator
 
+from zoo import metrics
 from zoo.rundir import (
     METRICS,
     SPEC,
@@ -65,19 +67,19 @@ def curves(rows: list[dict[str, Any]]) -> dict[str, dict[str, list[Any]]]:
             "eval": _columns(evals, eval_names)}
 
 
-def sentence_statistics(kind: str, hypotheses: list[str], references: list[str]) -> tuple[dict, dict]:
-    """Per-sentence statistics and the metrics' signatures, for the seed-aware bootstrap."""
+def sentence_statistics(metric_names: Iterable[str], hypotheses: list[str],
+                        references: list[str]) -> tuple[dict, dict]:
+    """Per-sentence statistics of every sentence-level metric among `metric_names` (a task's metrics), and
+    their signatures, for the seed-aware bootstrap."""
     if len(hypotheses) != len(references):
         raise RunError(f"{len(hypotheses)} test outputs for {len(references)} references")
-    if kind != "text":
-        return {"exact_match": [int(h == r) for h, r in zip(hypotheses, references)]}, {}
-    from sacrebleu.metrics import BLEU, CHRF
-
     stats, signatures = {}, {}
-    for name, metric in (("bleu", BLEU()), ("chrf", CHRF())):
-        stats[name] = [[int(x) for x in row] for row in metric._extract_corpus_statistics(hypotheses, [references])]
-        metric.corpus_score(hypotheses[:1], [references[:1]])  # a signature needs the number of references
-        signatures[name] = str(metric.get_signature())
+    for name in metric_names:
+        metric = metrics.get(name)
+        if metric.sentence_level:
+            stats[name] = metric.sentence_statistics(hypotheses, references)
+            if metric.signature() is not None:
+                signatures[name] = metric.signature()
     return stats, signatures
 
 
@@ -113,8 +115,8 @@ def provenance(concurrent: int, commit: str = "", plugins: dict[str, str] | None
              "cpu_capability": torch.backends.cpu.get_cpu_capability(), "concurrent_runs": concurrent,
              "finished": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
     if plugins:
-        where["plugins"] = [{"name": p.name, "version": p.version, "sha256": p.sha256} for p in loaded()
-                            if p.name in plugins]
+        where["plugins"] = [{"name": p.label, "version": p.version, "sha256": p.sha256} for p in loaded()
+                            if p.label in plugins]
     return where
 
 
@@ -126,7 +128,7 @@ def base(cell: dict[str, Any], definition: dict[str, Any], digest: str, concurre
 
 def from_run(run_dir: Path, head: dict[str, Any]) -> dict[str, Any]:
     """The record of a finished (complete and evaluated, or diverged) run directory."""
-    from zoo.data import Task
+    from zoo.data import load_saved
 
     summary = read_table(run_dir / SUMMARY)
     rows = read_metrics(run_dir / METRICS)
@@ -135,11 +137,11 @@ def from_run(run_dir: Path, head: dict[str, Any]) -> dict[str, Any]:
                                                       "device", "precision", "spec_digest")},
               "spec": read_table(run_dir / SPEC)["spec"], "final": summary.get("final"), "curves": curves(rows)}
     if summary["status"] == "complete":
-        task = Task.load(run_dir / TASK)
+        task = load_saved(run_dir / TASK)
         hypotheses = read_hypotheses(run_dir, TEST) or []
         record["test"] = read_table(run_dir / f"{TEST}.json")
         record["hypotheses"] = hypotheses
-        record["sentences"], record["signatures"] = sentence_statistics(task.config.kind, hypotheses,
+        record["sentences"], record["signatures"] = sentence_statistics(task.metrics, hypotheses,
                                                                         task.references("test"))
     return record
 
@@ -238,20 +240,14 @@ def inconsistency(record: dict[str, Any]) -> str:
         return ""
     test, sentences = record["test"], record["sentences"]
     recomputed = {}
-    if "exact_match" in sentences and sentences["exact_match"]:
-        hits = sentences["exact_match"]
-        recomputed["exact_match"] = 100.0 * sum(hits) / len(hits)
-    for name in ("bleu", "chrf"):
-        rows = sentences.get(name)
-        if rows:
-            from sacrebleu.metrics import BLEU, CHRF
-
-            metric = BLEU() if name == "bleu" else CHRF()
-            try:
-                totals = [sum(column) for column in zip(*rows)]
-                recomputed[name] = metric._compute_score_from_stats(totals).score
-            except (ValueError, IndexError, ZeroDivisionError, TypeError) as err:
-                return f"sentences.{name}: not sacreBLEU statistics ({type(err).__name__})"
+    for name, rows in sentences.items():
+        metric = metrics.find(name)
+        if metric is None or not metric.sentence_level or not rows:
+            continue  # a metric this installation does not have (a plugin's not loaded) is not checked
+        try:
+            recomputed[name] = float(metric.from_totals(metric.as_array(rows).sum(axis=0)))
+        except (ValueError, IndexError, ZeroDivisionError, TypeError) as err:
+            return f"sentences.{name}: not {metric.label} statistics ({type(err).__name__})"
     for name, value in recomputed.items():
         stated = test.get(name)
         if not isinstance(stated, (int, float)) or isinstance(stated, bool) or not math.isclose(

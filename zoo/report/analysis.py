@@ -23,43 +23,46 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from functools import cache
 
 import numpy as np
 import pandas as pd
 
+from zoo import metrics
 from zoo.experiment import Experiment
 from zoo.experiment.config import TaskEntry
 from zoo.report import outcomes as oc
 from zoo.report.aso import eps_min
-from zoo.report.collect import Records, sentence_stats, task_kind
+from zoo.report.collect import Records, sentence_stats
 from zoo.report.corpus import compare_corpus, corpus_tost
 from zoo.report.inference import MIN_SEEDS, Difference, Equivalence, compare_seeds, prob_better, tost
 from zoo.report.power import POWER, detectable, seeds_for, seeds_needed
 from zoo.report.stats import FEW
 
-# Which way is better, per results column; columns not listed (e.g. parameters) are not compared.
-HIGHER_IS_BETTER = {
-    "bleu": True, "bleu_lowercase": True, "chrf": True, "exact_match": True, "token_accuracy": True,
+# Which way is better, per results column that is not a metric; columns not listed (e.g. parameters) and not
+# metrics are not compared. Metrics say it themselves (zoo/metrics.py), plugins' included.
+OTHER_DIRECTIONS = {
     "tok_per_s": True, "valid_loss": False, "valid_nll": False, "valid_ppl": False, "test_nll": False,
     "test_ppl": False, "train_seconds": False, "curve_area": True,
 }
-CORPUS = ("bleu", "chrf", "exact_match")  # metrics with per-sentence statistics in the records
-BOUNDS = {"bleu": (0, 100), "chrf": (0, 100), "exact_match": (0, 100), "token_accuracy": (0, 100),
-          "tok_per_s": (0, math.inf), "valid_ppl": (1, math.inf), "test_ppl": (1, math.inf)}
+OTHER_BOUNDS = {"tok_per_s": (0, math.inf), "valid_ppl": (1, math.inf), "test_ppl": (1, math.inf)}
 TIMINGS = {"tok_per_s", "seconds", "train_seconds", "finished"}
 CURVE_SUMMARIES = {"curve_area": oc.curve_area, "late_change": oc.late_change}  # of the primary validation curve
 
 
-@cache
-def _scorer(metric: str):
-    """(score function over summed per-sentence statistics, vectorised?) for a corpus metric."""
-    if metric == "exact_match":
-        return (lambda s: 100.0 * s[..., 0] / np.maximum(s[..., 1], 1)), True
-    from sacrebleu.metrics import BLEU, CHRF
+def compared_columns() -> list[str]:
+    """The results columns a comparison or a finding can be about: every metric, then the others."""
+    return [*metrics.names(), *OTHER_DIRECTIONS]
 
-    scorer = BLEU() if metric == "bleu" else CHRF()
-    return (lambda s: scorer._compute_score_from_stats(list(s)).score), False
+
+def higher_is_better(column: str) -> bool:
+    metric = metrics.find(column)
+    return metric.higher_is_better if metric is not None else OTHER_DIRECTIONS[column]
+
+
+def bounds(column: str) -> tuple[float, float]:
+    """Where a column's values can lie; an interval is clipped to them."""
+    metric = metrics.find(column)
+    return metric.bounds if metric is not None else OTHER_BOUNDS.get(column, (-math.inf, math.inf))
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,7 @@ class Analyst:
             return status
         curve = self.eval_curve(variant, task, seed, task.primary_metric)
         rule = oc.StallRule(floor=task.stall_floor, patience=task.stall.patience,
-                            higher_is_better=HIGHER_IS_BETTER[task.primary_metric])
+                            higher_is_better=higher_is_better(task.primary_metric))
         return oc.classify_run(status, float(row.valid_metric.iloc[0]), curve[1], rule)
 
     def eval_curve(self, variant: str, task: TaskEntry, seed: int, metric: str) -> tuple[list, list]:
@@ -188,15 +191,17 @@ class Analyst:
     # -- comparisons ------------------------------------------------------------------------------
     def compare(self, task: TaskEntry, variant: str, reference: str, metric: str) -> Comparison:
         """`variant` against `reference` on `metric` over the seeds each trained (unadjusted p)."""
-        higher = HIGHER_IS_BETTER[metric]
+        higher = higher_is_better(metric)
         alpha, min_seeds = self.analysis.alpha, self.analysis.min_seeds
         seeds_r, seeds_v = self.trained(task, reference), self.trained(task, variant)
         stats_r = [sentence_stats(self.records, reference, task.key, s, metric) for s in seeds_r]
         stats_v = [sentence_stats(self.records, variant, task.key, s, metric) for s in seeds_v]
-        use_corpus = metric in CORPUS and stats_r and stats_v and all(x is not None for x in stats_r + stats_v)
+        scorer = metrics.find(metric)
+        use_corpus = scorer is not None and scorer.sentence_level and stats_r and stats_v \
+            and all(x is not None for x in stats_r + stats_v)
         if use_corpus:
-            score, vectorised = _scorer(metric)
-            result = compare_corpus(stats_r, stats_v, score, higher_is_better=higher, vectorised=vectorised,
+            result = compare_corpus(stats_r, stats_v, scorer.from_totals, higher_is_better=higher,
+                                    vectorised=scorer.vectorised,
                                     alpha=alpha, min_seeds=min_seeds)
             base, other = result.baseline_scores, result.variant_scores
         else:
@@ -226,7 +231,7 @@ class Analyst:
         scores = self.values(task, self.baseline, task.primary_metric)
         if not floors or not scores:
             return ""
-        higher = HIGHER_IS_BETTER[task.primary_metric]
+        higher = higher_is_better(task.primary_metric)
         system = (max if higher else min)(floors, key=floors.__getitem__)
         mean = float(np.mean(scores))
         if (mean > floors[system]) if higher else (mean < floors[system]):
@@ -254,7 +259,7 @@ class Analyst:
                 for seed in self.experiment.config.seeds:
                     if found.outcomes[variant][seed] in oc.FINISHED:
                         step, hit = oc.first_reach(*self.eval_curve(variant, task, seed, task.primary_metric),
-                                                   task.threshold, HIGHER_IS_BETTER[task.primary_metric])
+                                                   task.threshold, higher_is_better(task.primary_metric))
                         if not math.isnan(step):
                             steps.append(step)
                             reached.append(hit)
@@ -298,6 +303,3 @@ def _mde(result, alpha: float, power: float = POWER) -> float:
     (noncentral t; for corpus metrics the se holds seed and sentence variation)."""
     return detectable(result.se, result.df, alpha, power)
 
-
-def is_text(task: TaskEntry) -> bool:
-    return task_kind(task) == "text"

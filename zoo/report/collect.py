@@ -12,8 +12,9 @@ Columns of `collect`'s table (and of results.csv):
     tok_per_s                                tokens / train_seconds: mean training throughput
     valid_loss, valid_nll, valid_ppl         the last evaluation row (validation set)
     valid_metric                             the task's primary metric on the last validation decode
-    bleu, bleu_lowercase, chrf,              test-set metrics (text tasks)
-    exact_match, token_accuracy              ... or synthetic tasks; NaN where not applicable
+    bleu, bleu_lowercase, chrf,              test-set metrics, one column per registered metric
+    exact_match, token_accuracy, ...         (zoo/metrics.py, plugins' after zoo's own); NaN where the
+                                             task is not scored by it
     test_nll, test_ppl                       teacher-forced test loss per token, perplexity
     device, concurrent_runs                  where the run trained, and how many runs shared the machine
     record                                   the record file, relative to the records folder
@@ -32,27 +33,34 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from zoo.data.config import parse_name
+from zoo import metrics
 from zoo.errors import ZooError
 from zoo.experiment import Experiment, store
 from zoo.experiment import record as records
 from zoo.experiment.config import TaskEntry
 from zoo.rundir import RunError
 
-TEST_METRICS = ("bleu", "bleu_lowercase", "chrf", "exact_match", "token_accuracy")
-COLUMNS = ("variant", "task", "seed", "status", "reason", "parameters", "steps", "tokens", "train_seconds",
-           "tok_per_s", "valid_loss", "valid_nll", "valid_ppl", "valid_metric", *TEST_METRICS, "test_nll",
-           "test_ppl", "device", "concurrent_runs", "record")
+KEYS = ("variant", "task", "seed", "status", "reason")
+RUN_COLUMNS = ("parameters", "steps", "tokens", "train_seconds", "tok_per_s", "valid_loss", "valid_nll", "valid_ppl",
+               "valid_metric")
+AFTER = ("test_nll", "test_ppl", "device", "concurrent_runs", "record")
+
+
+def metric_columns(experiment: Experiment) -> list[str]:
+    """zoo's own metrics, then those of a plugin that a task of the experiment is scored by: a plugin loaded for
+    another experiment (installed, or in $ZOO_PLUGINS) adds no column to this one's results.csv."""
+    used = {name for task in experiment.config.tasks for name in task.task_class.metrics}
+    return [name for name in metrics.names() if name in used or metrics.is_builtin(name)]
+
+
+def columns(experiment: Experiment) -> tuple[str, ...]:
+    """results.csv's columns: the cell, how it ran, the metrics (metric_columns), then the rest."""
+    return (*KEYS, *RUN_COLUMNS, *metric_columns(experiment), *AFTER)
 STATUSES = ("complete", "diverged", "failed", "stale", "missing")
 
 
 class ReportError(ZooError):
     """Records or an experiment's findings cannot be read into a report; the message names the file."""
-
-
-def task_kind(task: TaskEntry) -> str:
-    """'text' or 'synthetic', from the task name alone (no data is read)."""
-    return parse_name(task.name).kind
 
 
 def record_path(records_root: Path, variant: str, task: str, seed: int) -> Path:
@@ -103,9 +111,10 @@ def load_records(experiment: Experiment, records_root: str | Path) -> Records:
     return result
 
 
-def read_row(found: dict[str, Any] | None, task: TaskEntry, stale: list[str] | None) -> dict[str, Any]:
+def read_row(found: dict[str, Any] | None, task: TaskEntry, stale: list[str] | None,
+             metric_names: list[str]) -> dict[str, Any]:
     """One row of the results table from a cell's record (which may be missing or stale)."""
-    row: dict[str, Any] = {column: math.nan for column in COLUMNS[5:]}
+    row: dict[str, Any] = {column: math.nan for column in (*RUN_COLUMNS, *metric_names, *AFTER)}
     row.update(status="missing", reason="no record: not run yet (zoo run)", device="", record="")
     if stale:
         return {**row, "status": "stale", "reason": "recorded under another definition: " + "; ".join(stale[:3])}
@@ -123,21 +132,21 @@ def read_row(found: dict[str, Any] | None, task: TaskEntry, stale: list[str] | N
                valid_ppl=_number(final.get("valid_ppl")), valid_metric=_number(final.get(task.primary_metric)))
     test = found.get("test")
     if test:
-        row.update({name: _number(test.get(name)) for name in TEST_METRICS})
+        row.update({name: _number(test.get(name)) for name in metric_names})
         row.update(test_nll=_number(test.get("nll")), test_ppl=_number(test.get("ppl")))
     return row
 
 
 def collect(experiment: Experiment, found: Records) -> pd.DataFrame:
     """One row per grid cell (variant x task x seed), in grid order; see the module docstring."""
-    rows = []
+    rows, metric_names = [], metric_columns(experiment)
     for variant, task, seed in experiment.grid():
         key = (variant, task.key, seed)
-        row = read_row(found.get(*key), task, found.stale.get(key))
+        row = read_row(found.get(*key), task, found.stale.get(key), metric_names)
         if row["status"] != "missing":
             row["record"] = record_path(Path("."), *key).as_posix()
         rows.append({"variant": variant, "task": task.key, "seed": seed, **row})
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    return pd.DataFrame(rows, columns=list(columns(experiment)))
 
 
 def curves(found: Records) -> pd.DataFrame:
@@ -157,13 +166,8 @@ def curves(found: Records) -> pd.DataFrame:
 
 
 def sentence_stats(found: Records, variant: str, task: str, seed: int, metric: str) -> np.ndarray | None:
-    """(N, k) per-sentence statistics of a complete cell's test set for `metric` (bleu, chrf: sacreBLEU's;
-    exact_match: hit and 1), or None when the record has none."""
+    """(N, k) per-sentence statistics of a complete cell's test set for `metric`, as the metric reads its
+    recorded ones (zoo/metrics.py), or None when the record has none."""
     record = found.get(variant, task, seed)
     rows = ((record or {}).get("sentences") or {}).get(metric)
-    if rows is None:
-        return None
-    array = np.asarray(rows, dtype=float)
-    if array.ndim == 1:  # exact match: (hit, 1) per sentence, so a resample's sum is (hits, sentences)
-        return np.stack([array, np.ones_like(array)], axis=1)
-    return array
+    return None if rows is None else metrics.get(metric).as_array(rows)

@@ -28,7 +28,7 @@ import numpy as np
 from zoo.experiment import Experiment
 from zoo.experiment.config import Finding, TaskEntry
 from zoo.report import outcomes as oc
-from zoo.report.analysis import HIGHER_IS_BETTER, Analyst, Comparison, TaskAnalysis
+from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, compared_columns
 from zoo.report.collect import ReportError
 from zoo.report.equiv import Matrix
 from zoo.report.power import MAX_SEEDS, power_of, seeds_needed
@@ -112,9 +112,9 @@ def check(experiment: Experiment, analyst: Analyst, matrix: Matrix, tasks: list[
     for i, finding in enumerate(experiment.config.findings):
         reference = finding.against or experiment.config.baseline_label
         metric = finding.metric
-        if metric is not None and metric not in HIGHER_IS_BETTER:
+        if metric is not None and metric not in compared_columns():
             raise ReportError(f"{experiment.path}: findings[{i}].metric: {metric!r} is not a compared results "
-                              f"column; allowed: {', '.join(HIGHER_IS_BETTER)}")
+                              f"column; allowed: {', '.join(compared_columns())}")
         if finding.kind == "same-function":
             same = matrix.equivalent(finding.variant, reference) and matrix.equivalent(reference, finding.variant)
             expected = finding.expect == "same function"

@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from scipy import stats  # noqa: E402
 
+from zoo import metrics  # noqa: E402
 from zoo.experiment import Experiment  # noqa: E402
 from zoo.experiment.config import TaskEntry  # noqa: E402
 from zoo.report.analysis import Analyst, TaskAnalysis  # noqa: E402
@@ -67,9 +68,8 @@ def learning_curves(experiment: Experiment, task: TaskEntry, logged: pd.DataFram
             _band(right, table.rolling(window, min_periods=1).mean(), color, variant, _linestyle(experiment, variant))
     if task.threshold is not None:
         left.axhline(task.threshold, color="grey", linestyle="--", linewidth=1, label=f"threshold {task.threshold:g}")
-    unit = f" ({UNITS[metric]})"
     left.set(title=f"validation {metric.replace('_', ' ')}", xlabel="training step (optimizer updates)",
-             ylabel=f"validation {metric.replace('_', ' ')}{unit}")
+             ylabel=f"validation {metric.replace('_', ' ')} ({unit(metric)})")
     smoothing = f", rolling mean over {window} logged steps" if window > 1 else ""
     right.set(title=f"training loss{smoothing}", xlabel="training step (optimizer updates)",
               ylabel="loss per target token (nats; label-smoothed if configured)")
@@ -83,8 +83,8 @@ def learning_curves(experiment: Experiment, task: TaskEntry, logged: pd.DataFram
     return save(fig, path)
 
 
-UNITS = {"bleu": "BLEU points", "chrf": "chrF points", "exact_match": "% of sequences",
-         "token_accuracy": "% of tokens"}
+def unit(metric: str) -> str:
+    return metrics.get(metric).unit
 
 
 def seed_values(experiment: Experiment, found: TaskAnalysis, analyst: Analyst, path: Path) -> Path:
@@ -106,7 +106,7 @@ def seed_values(experiment: Experiment, found: TaskAnalysis, analyst: Analyst, p
             ax.scatter([x] * len(unstable), [0] * len(unstable), marker="x", color="red", zorder=3,
                        label="stalled or diverged seed" if x == 0 or not ax.get_legend_handles_labels()[1] else None)
     ax.set_xticks(range(len(colors)), [f"{v}\n({len(analyst.trained(task, v))} trained)" for v in colors], fontsize=8)
-    ax.set(ylabel=f"test {label(metric)} ({UNITS[metric]})", xlabel="variant (seeds that trained)",
+    ax.set(ylabel=f"test {label(metric)} ({unit(metric)})", xlabel="variant (seeds that trained)",
            title=f"{experiment.name} / {task.key}: test {label(metric)} per seed\n"
                  "dot: a seed that trained; bar: mean and 95% CI; red cross: a stalled or diverged seed")
     ax.grid(axis="y", alpha=0.3)
@@ -144,7 +144,7 @@ def effects(experiment: Experiment, found: TaskAnalysis, path: Path) -> Path:
     left.set_yticks(range(len(rows)), [f"{v}: {verdict_text(c, analysis.min_seeds, short=True)}" for v, c in rows],
                     fontsize=8)
     left.invert_yaxis()
-    left.set(xlabel=f"Δ test {label(found.primary)} vs {experiment.config.baseline_label} ({UNITS[found.primary]})",
+    left.set(xlabel=f"Δ test {label(found.primary)} vs {experiment.config.baseline_label} ({unit(found.primary)})",
              title="quality of the runs that trained (95% CI; hollow: no verdict)")
     right.set(xlabel=f"Δ share of unstable runs vs {experiment.config.baseline_label} (points)",
               title="instability: stalled + diverged (95% CI)")

@@ -27,7 +27,7 @@ from zoo.experiment import Experiment
 from zoo.experiment.floors import current_floor
 from zoo.report import findings as fnd
 from zoo.report import plots
-from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, at_level, is_text
+from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, at_level
 from zoo.report.collect import STATUSES, ReportError, collect, curves, load_records
 from zoo.report.equiv import Matrix, equivalence_matrix, matrix_markdown
 from zoo.report.inference import adjust, correct
@@ -77,7 +77,7 @@ def analyse(experiment: Experiment, records_root: Path) -> Report:
         except RunError as err:
             raise ReportError(str(err)) from None
     analyst = Analyst(experiment, records, frame, floors)
-    tasks = [analyst.task(task, descriptive_metrics(task, is_text(task))) for task in experiment.config.tasks]
+    tasks = [analyst.task(task, descriptive_metrics(task)) for task in experiment.config.tasks]
     matrix = equivalence_matrix(experiment, records)
     checks = fnd.check(experiment, analyst, matrix, tasks)
     report = Report(experiment, frame, analyst, tasks, matrix, checks)
@@ -230,8 +230,8 @@ def stall_rule(task, primary: str) -> str:
 def task_section(report: Report, found: TaskAnalysis, out_dir: Path) -> list[str]:
     experiment, task = report.experiment, found.task
     analysis = experiment.config.analysis
-    metrics = task_metrics(task, is_text(task))
-    kind = "translation" if is_text(task) else "synthetic"
+    metrics = task_metrics(task)
+    kind = {"text": "translation"}.get(task.task_class.kind, task.task_class.kind)
     own, differ = budgets(experiment, task)
     lines = [f"## Task `{task.key}`", "",
              f"`{task.name}` ({kind}). Primary metric: **test {label(found.primary)}**; "
@@ -255,7 +255,7 @@ def task_section(report: Report, found: TaskAnalysis, out_dir: Path) -> list[str
                   + ("" if differ else f" at {own}") + " (the verdicts)", "",
                   md_table(*comparison_rows(experiment, found)), "", *confound_lines(report, found)]
         lines += ["Other metrics, descriptive (difference [95% CI], no verdicts):", "",
-                  md_table(*descriptive_rows(found, descriptive_metrics(task, is_text(task)))), ""]
+                  md_table(*descriptive_rows(found, descriptive_metrics(task))), ""]
     stem = plots.file_stem(task.key)
     figures = [("test metric per seed", plots.seed_values(experiment, found, report.analyst,
                                                           out_dir / "plots" / f"{stem}-seeds.png"))]

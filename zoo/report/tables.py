@@ -11,25 +11,25 @@ import math
 import numpy as np
 from scipy import stats as scipy_stats
 
+from zoo import metrics
 from zoo.experiment import Experiment
 from zoo.experiment.config import TaskEntry
 from zoo.report import outcomes as oc
-from zoo.report.analysis import BOUNDS, Comparison, TaskAnalysis
+from zoo.report.analysis import Comparison, TaskAnalysis, bounds
 from zoo.report.stats import BETTER, FEW, WORSE
 
-LABELS = {
+LABELS = {  # columns that are not metrics; a metric brings its own label (zoo/metrics.py)
     "parameters": "parameters", "tok_per_s": "train tok/s", "valid_loss": "valid loss",
-    "valid_ppl": "valid ppl", "valid_nll": "valid NLL", "bleu": "BLEU", "bleu_lowercase": "BLEU (lowercased)",
-    "chrf": "chrF", "exact_match": "exact match %", "token_accuracy": "token accuracy %",
-    "test_nll": "test NLL", "test_ppl": "test ppl", "train_seconds": "training seconds",
-    "curve_area": "curve area",
+    "valid_ppl": "valid ppl", "valid_nll": "valid NLL", "test_nll": "test NLL", "test_ppl": "test ppl",
+    "train_seconds": "training seconds", "curve_area": "curve area",
 }
 DECIMALS = {"parameters": 0, "tok_per_s": 0, "valid_loss": 3, "valid_nll": 3, "valid_ppl": 2, "test_nll": 3,
             "test_ppl": 2, "train_seconds": 0, "steps": 0}
 
 
 def label(column: str) -> str:
-    return LABELS.get(column, column)
+    metric = metrics.find(column)
+    return metric.label if metric is not None else LABELS.get(column, column)
 
 
 def fmt(value: float, column: str = "") -> str:
@@ -105,7 +105,7 @@ def mean_interval(values: list[float], column: str, min_seeds: int, alpha: float
         return f"seeds: {per_seed(data)}"
     mean = float(data.mean())
     half = float(scipy_stats.t.ppf(1 - alpha / 2, len(data) - 1) * data.std(ddof=1) / math.sqrt(len(data)))
-    low, high = BOUNDS.get(column, (-math.inf, math.inf))
+    low, high = bounds(column)
     clipped = mean - half < low or mean + half > high
     interval = fmt_interval(max(mean - half, low), min(mean + half, high), column)
     return f"{fmt(mean, column)} {interval}" + ("*" if clipped else "")
@@ -277,16 +277,16 @@ def md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def task_metrics(task: TaskEntry, text: bool) -> list[str]:
-    """The quality columns of a task: its metrics, then perplexity, parameters and throughput."""
-    own = ["bleu", "chrf"] if text else ["exact_match", "token_accuracy"]
+def task_metrics(task: TaskEntry) -> list[str]:
+    """The quality columns of a task: its metrics that are tabled, then perplexity, parameters and throughput."""
+    own = [name for name in task.task_class.metrics if metrics.get(name).tabled]
     primary = task.primary_metric
     return [primary, *(m for m in own if m != primary), "valid_ppl", "parameters", "tok_per_s"]
 
 
-def descriptive_metrics(task: TaskEntry, text: bool) -> list[str]:
+def descriptive_metrics(task: TaskEntry) -> list[str]:
     """The metrics shown as differences without verdicts: all but the primary one and the parameter count."""
-    return [m for m in task_metrics(task, text) if m not in (task.primary_metric, "parameters")]
+    return [m for m in task_metrics(task) if m not in (task.primary_metric, "parameters")]
 
 
 def plan_rows(experiment: Experiment, found: TaskAnalysis, effect: float,

@@ -161,11 +161,10 @@ class Trainer:
     def _evaluate(self, model, pos: Position) -> dict[str, Any]:
         valid = validation_loss(model, self.task, "valid", smoothing=self.config.label_smoothing, device=self.device)
         decoded, _ = evaluate(model, self.task, "valid", DecodeConfig(beam=1), limit=self.config.eval_sentences)
-        keep = ("bleu", "bleu_lowercase", "chrf", "exact_match", "token_accuracy")
         return {"event": "eval", "step": pos.step, "epoch": round(self._epochs_done(pos), 4),
                 "seconds": round(pos.seconds, 2), "valid_loss": valid["loss"], "valid_nll": valid["nll"],
                 "valid_ppl": valid["ppl"], "decoded_sentences": decoded["sentences"],
-                **{k: decoded[k] for k in keep if k in decoded}}
+                **{name: decoded[name] for name in self.task.metrics}}
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from zoo.build import build
-from zoo.data import Task
+from zoo.data import Task, load_saved
 from zoo.model import Seq2Seq
 from zoo.rundir import SPEC, TASK, TRAIN, RunError, read_table
 from zoo.spec import validate_spec
@@ -23,7 +23,7 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[S
             raise RunError(f"{run_dir}: no {name}; is this a run directory written by `zoo train`?")
     spec = validate_spec(read_table(run_dir / SPEC)["spec"], source=str(run_dir / SPEC))
     config = TrainConfig.model_validate(read_table(run_dir / TRAIN))
-    task = Task.load(run_dir / TASK)
+    task = load_saved(run_dir / TASK)
     path = checkpoint.find(run_dir)
     if path is None:
         raise RunError(f"{run_dir}: no {checkpoint.FILE}; is this a run directory written by `zoo train`?")

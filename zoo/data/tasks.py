@@ -1,0 +1,46 @@
+"""The task registry: task name -> Task class, zoo's own registered here and a plugin's by `register_task`.
+
+    from zoo.data import SyntheticTask, register_task
+
+    @register_task("rotate")
+    class Rotate(SyntheticTask):
+        def target(self, source): return [*source[1:], source[0]]
+
+A registered class is found by its name; a family of names (every `CORPUS:SRC-TGT` for parallel text,
+its `family`) by the class's `claims(name)`. Every command sees a plugin's task as it sees zoo's own, and
+experiments, training, floors and reports treat it the same way: through the Task interface and the
+metrics the class names.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from zoo.catalogue import Catalogue
+from zoo.data.synthetic import Copy, LongCopy, Reverse, Sort
+from zoo.data.task import Task
+from zoo.data.text import TextTask
+
+TASKS: Catalogue[type[Task]] = Catalogue("task", Task)
+register_task = TASKS.register
+
+for _name, _task in (("copy", Copy), ("reverse", Reverse), ("sort", Sort), ("long-copy", LongCopy),
+                     ("parallel-text", TextTask)):
+    register_task(_name)(_task)
+
+
+def task_class(name: str) -> type[Task]:
+    """The class a task name stands for; ValueError naming the valid ones (with a close match) otherwise."""
+    if isinstance(name, str):
+        classes = [TASKS.get(n) for n in TASKS.names()]
+        if name in TASKS and TASKS.get(name).family is None:
+            return TASKS.get(name)
+        for task in classes:
+            if task.family is not None and task.claims(name):
+                return task
+    plain = [n for n in TASKS.names() if TASKS.get(n).family is None]
+    families = [TASKS.get(n).family for n in TASKS.names() if TASKS.get(n).family is not None]
+    close = difflib.get_close_matches(str(name), plain, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ValueError(f"name: {name!r} is not a task{hint} (allowed: {', '.join(plain)}"
+                     + "".join(f", or {family}" for family in families) + ")")
