@@ -59,6 +59,11 @@ def test_the_installed_plugin_runs_through_zoo_run_and_its_edits_make_cells_stal
                                 "--no-live"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "out" / "records" / "geglu-plugin" / "copy" / "seed-0.json").is_file()
+    assert (tmp_path / "out" / "records" / "relu" / "rotate" / "seed-0.json").is_file()  # the plugin's task
+    report = subprocess.run(zoo + ["report", str(path), "--out", str(tmp_path / "out")], capture_output=True,
+                            text=True, env=env, cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert "edit accuracy" in (tmp_path / "out" / "report.md").read_text()  # the plugin's metric, as primary
 
     plugin = package / "zoo_examples" / "glu_ffn.py"
     plugin.write_text(plugin.read_text() + "\n# edited by the user\n")
@@ -68,3 +73,6 @@ def test_the_installed_plugin_runs_through_zoo_run_and_its_edits_make_cells_stal
     row = next(line for line in dry.stdout.splitlines() if "copy" in line)
     cells = [int(x) for x in row.replace("│", " ").split() if x.isdigit()]
     assert cells[:4] == [2, 1, 0, 1]  # cells, recorded (relu), copied, stale (the plugin's variant)
+    row = next(line for line in dry.stdout.splitlines() if "rotate" in line)
+    cells = [int(x) for x in row.replace("│", " ").split() if x.isdigit()]
+    assert cells[:4] == [2, 0, 0, 2]  # on the plugin's task both variants use the (edited) plugin
