@@ -120,6 +120,21 @@ def test_every_numeric_component_option_refuses_bools_and_non_finite(component, 
         zoo.load_spec("paper-base", {**TINY, f"{slot}.{key}": name, f"{slot}.{field}": bad})
 
 
+INTEGER_OPTIONS = [(entry.qualified, field) for entry in registry.entries()
+                   for field, info in entry.config.model_fields.items() if _numeric(info.annotation)
+                   and int in (info.annotation, *typing.get_args(info.annotation))]
+
+
+@pytest.mark.parametrize("component, field", INTEGER_OPTIONS)
+def test_every_integer_component_option_has_an_upper_bound(component, field):
+    """positional.max_len = 10^40 passed validation and overflowed in torch.arange with a traceback in `zoo show`
+    (found by tests/test_fuzz_inputs.py): a size no machine could allocate is one line, like d_model's."""
+    slot, name = component.split(".", 1)
+    key = registry.slot(slot).key
+    with pytest.raises(SpecError, match=rf"{slot}\.{field}:"):
+        zoo.load_spec("paper-base", {**TINY, f"{slot}.{key}": name, f"{slot}.{field}": 10**40})
+
+
 @pytest.mark.parametrize("field", ["d_model", "n_heads", "d_ff", "encoder_layers", "decoder_layers", "dropout",
                                    "src_vocab", "tgt_vocab", "pad_id"])
 @pytest.mark.parametrize("bad", [math.inf, math.nan, True, False], ids=repr)

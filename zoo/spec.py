@@ -69,7 +69,7 @@ class ModelSpec(BaseModel):
     dropout: Number = Field(0.1, ge=0, lt=1)
     src_vocab: Count = Field(32000, gt=0, le=2**24)
     tgt_vocab: Count = Field(32000, gt=0, le=2**24)
-    pad_id: Count = Field(0, ge=0)
+    pad_id: Count = Field(0, ge=0, le=2**24)
 
     residual: _slot_field("residual") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]
     norm: _slot_field("norm") = Field(default_factory=dict, validate_default=True)  # type: ignore[valid-type]

@@ -267,7 +267,8 @@ class MatmulAttention(ProjectedAttention):
 
 
 class QKNormParams(ProjectionParams):
-    length: Count = Field(64, gt=1, description="L in the initial scale g0 = log2(L^2 - L) (Henry et al. 2020)")
+    length: Count = Field(64, gt=1, le=2**20,
+                          description="L in the initial scale g0 = log2(L^2 - L) (Henry et al. 2020)")
 
 
 @register("attention", "qk-norm", params=QKNormParams)

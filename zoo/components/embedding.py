@@ -23,7 +23,8 @@ class EmbeddingParams(SlotParams):
     scale: bool = Field(True, description="multiply embeddings by sqrt(d_model)")
     padding_idx: bool = Field(False, description="nn.Embedding(padding_idx=pad_id): pad row zero, "
                                                  "never updated (000, 001)")
-    extra_rows: Count = Field(0, ge=0, description="table rows beyond the vocabulary (001 allocates vocab + 1)")
+    extra_rows: Count = Field(0, ge=0, le=2**24,
+                              description="table rows beyond the vocabulary (001 allocates vocab + 1)")
     norm: bool = Field(False, description="apply the spec's norm after embedding + position + dropout (000)")
 
 

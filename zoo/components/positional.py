@@ -39,7 +39,7 @@ NO_POSITIONS = RelativePositions()
 
 class PositionalParams(SlotParams):
     dropout: Number | None = Field(None, ge=0, lt=1, description="dropout on embedding + position; None = spec.dropout")
-    max_len: Count = Field(5000, gt=0, description="longest sequence the table covers")
+    max_len: Count = Field(5000, gt=0, le=2**20, description="longest sequence the table covers")
 
 
 class Positional(nn.Module):
