@@ -33,13 +33,17 @@ def test_built_in_entries_keep_every_contract(capsys):
     assert "norm.layernorm: passed" in out and "FAILED" not in out
 
 
+def _check_failing_plugin(path, source: str, capsys) -> tuple[list[str], list[str]]:
+    """Write a plugin whose entries break contracts, check it (exit 1); its output lines and the failed ones."""
+    path.write_text(source)
+    assert main(["check", str(path)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    return lines, [line for line in lines if "FAILED" in line]
+
+
 def test_a_broken_plugin_fails_with_one_line_per_contract(tmp_path, capsys):
-    path = tmp_path / "leaky.py"
-    path.write_text(LEAKY)
     try:
-        assert main(["check", str(path)]) == 1
-        lines = capsys.readouterr().out.splitlines()
-        failed = [line for line in lines if "FAILED" in line]
+        lines, failed = _check_failing_plugin(tmp_path / "leaky.py", LEAKY, capsys)
         assert failed and all(line.startswith("ffn.leaky-check: ") for line in failed)
         assert any("causal FAILED: positions before" in line for line in failed)
         assert lines[-1] == "0 of 1 entries keep every contract"
@@ -87,12 +91,8 @@ def test_a_plugin_task_and_metric_are_checked_with_one_line_per_failure(tmp_path
     from zoo import metrics
     from zoo.data import TASKS
 
-    path = tmp_path / "broken_data.py"
-    path.write_text(BROKEN_TASK_AND_METRIC)
     try:
-        assert main(["check", str(path)]) == 1
-        lines = capsys.readouterr().out.splitlines()
-        failed = [line for line in lines if "FAILED" in line]
+        lines, failed = _check_failing_plugin(tmp_path / "broken_data.py", BROKEN_TASK_AND_METRIC, capsys)
         assert any(line.startswith("task.overflow-check: sequences FAILED: train: an id outside") for line in failed)
         assert any(line.startswith("metric.unbounded-check: best-on-refs FAILED") for line in failed)
         assert any(line.startswith("metric.unbounded-check: bounded FAILED") for line in failed)
