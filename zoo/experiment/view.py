@@ -16,6 +16,7 @@ from rich.table import Table
 
 from zoo import rundir
 from zoo.experiment.grid import Cell, read_record
+from zoo.train.config import TrainConfig
 
 
 def view_state(cell: Cell) -> str:
@@ -34,17 +35,14 @@ def _progress(out: Path) -> tuple[str, float | None]:
     """A short line on a started cell (step, loss, tokens/s) and its fraction done, from its files."""
     try:
         rows = [r for r in rundir.read_metrics(out / rundir.METRICS) if "event" not in r]
-        config = rundir.read_table(out / rundir.TRAIN)
-    except rundir.RunError:
+        config = TrainConfig.model_validate(rundir.read_table(out / rundir.TRAIN))
+    except (rundir.RunError, ValueError):  # ValueError: a train.json of another zoo, which this one cannot read
         return "", None
     if not rows:
         return "", None
     last = rows[-1]
-    parts = [last["step"] / config["steps"] if config.get("steps") else 0.0,
-             last.get("epoch", 0) / config["epochs"] if config.get("epochs") else 0.0,
-             last.get("seconds", 0) / (60 * config["minutes"]) if config.get("minutes") else 0.0]
     line = f"step {last['step']}  loss {last.get('loss', float('nan')):.3f}  {last.get('tok_per_s', 0):,.0f} tok/s"
-    return line, min(1.0, max(parts))
+    return line, config.fraction_done(last["step"], last.get("epoch", 0), last.get("seconds", 0))
 
 
 STYLE = {"complete": "green", "diverged": "yellow", "failed": "red", "started": "cyan", "evaluating": "cyan",

@@ -129,10 +129,7 @@ class Trainer:
         return pos.epoch + pos.index / max(len(self._batches(pos.epoch)), 1)
 
     def _fraction(self, pos: Position) -> float:
-        c = self.config
-        parts = [pos.step / c.steps if c.steps else 0.0, self._epochs_done(pos) / c.epochs if c.epochs else 0.0,
-                 pos.seconds / (60 * c.minutes) if c.minutes else 0.0]
-        return min(1.0, max(parts))
+        return self.config.fraction_done(pos.step, self._epochs_done(pos), pos.seconds)
 
     # -- one optimizer step --------------------------------------------------------------------
     def _step(self, model, optimizer, group: list[list[int]], pos: Position) -> dict[str, Any]:
