@@ -31,7 +31,7 @@ def _places(args: argparse.Namespace, experiment) -> tuple[Path, Path]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from zoo.experiment.runner import run_grid
-    from zoo.export import log_destination
+    from zoo.train.tensorboard import log_destination
 
     experiment = load_experiment(args.experiment)
     experiment.check_data()

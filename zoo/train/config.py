@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from zoo.config_io import Count, Number, describe_error, read_config_file
 from zoo.errors import SpecError
-from zoo.spec import apply_overrides
+from zoo.overrides import apply_overrides
 
 # Adam's running-average coefficients: each in [0, 1) (torch raises a traceback otherwise).
 Beta = Annotated[Number, Field(ge=0, lt=1)]

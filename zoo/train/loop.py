@@ -28,6 +28,7 @@ from zoo.spec import ModelSpec
 from zoo.train import checkpoint as checkpoints
 from zoo.train.config import TrainConfig
 from zoo.train.schedule import learning_rate
+from zoo.train.tensorboard import LiveTensorBoard
 
 
 @dataclass
@@ -72,7 +73,7 @@ class Trainer:
                  resume: bool = False, progress: bool = True, console: Console | None = None,
                  log_to: Path | None = None):
         self.spec, self.task, self.config, self.out = spec, task, config, Path(out)
-        self.log_to = log_to  # a TensorBoard folder the logged rows are also written to (zoo/export.py)
+        self.log_to = log_to  # a TensorBoard folder the logged rows are also written to (zoo/train/tensorboard.py)
         self.resume, self.show_progress = resume, progress
         self.console = console or Console(stderr=True)
         self.device = select_device(config.device)
@@ -194,8 +195,6 @@ class Trainer:
         model.train()
         mirror = None
         if self.log_to is not None:
-            from zoo.export import LiveTensorBoard
-
             mirror = LiveTensorBoard(self.log_to)
 
         def write(log, row: dict[str, Any]) -> None:
