@@ -134,6 +134,20 @@ def test_the_graph_sees_function_level_imports_and_packages():
     assert "zoo.components" not in edges["zoo.components.ffn"]  # its package was initialised before it
 
 
+def test_the_registry_imports_its_own_built_ins():
+    """Only zoo.registry imports the package of components to register them; nothing else (spec.py did)
+    imports it for that side effect."""
+    modules = _modules()
+
+    def imports_the_package(module: str, names: list[str]) -> bool:
+        return (module == "zoo" and "components" in names) or (module == "zoo.components" and (
+            not names or any(f"zoo.components.{name}" not in modules for name in names)))
+
+    importers = {name for name, path in modules.items() if not name.startswith("zoo.components") and any(
+        imports_the_package(module, names) for module, names, _ in _imports(ast.parse(path.read_text())))}
+    assert importers == {"zoo.registry"}
+
+
 def test_cycles_are_found():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []

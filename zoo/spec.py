@@ -15,7 +15,6 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsAny, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from zoo import components  # noqa: F401  (registers every built-in component)
 from zoo.config_io import Count, Label, Number, describe_error, read_config_file
 from zoo.errors import IncompatibleComponents, RegistryError, SpecError
 from zoo.overrides import apply_overrides
