@@ -116,6 +116,8 @@ def test_the_command_line_passes_the_flags_an_executor_declares(tmp_path, capsys
     assert "executor ray: threads" in capsys.readouterr().err
     assert main(["run", str(SMOKE), "--executor", "local", "--executor-option", "threads=2", "--dry-run"]) == 2
     assert "executor local: threads: unknown key" in capsys.readouterr().err  # --threads is ray's, not local's
+    assert main(["run", str(SMOKE), "--executor-option", "workers", "--dry-run"]) == 2
+    assert "--executor-option 'workers': expected KEY=VALUE" in capsys.readouterr().err
 
 
 def test_a_plugin_executor_is_listed_and_runs_with_its_own_options(tmp_path, capsys):

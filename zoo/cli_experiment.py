@@ -11,13 +11,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from zoo.config_io import parse_assignments
 from zoo.experiment import load_experiment, store
-from zoo.experiment.executors import EXECUTORS
+from zoo.experiment.executors import EXECUTORS, create
 
 RECORDS = store.RECORDS
 
 console = Console(emoji=False)  # user text such as ":smile:" is printed as written
 errors = Console(stderr=True, emoji=False)
+EXECUTOR_FLAGS = ("workers", "address", "threads")  # `zoo run` flags an executor takes when its options declare them
 TERMINAL_OMITS = {"stalled", "diverged", "failed", "vs baseline: Fisher p", "Δ unstable [95% CI]"}
 
 
@@ -61,12 +63,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _executor(args: argparse.Namespace):
     """The executor `--executor` names, with the options it declares taken from their flags (--workers,
     --address, --threads) and from --executor-option KEY=VALUE (a plugin executor's own options)."""
-    from zoo.config_io import parse_assignments
-    from zoo.experiment.executors import EXECUTORS, create
-
     declared = EXECUTORS.get(args.executor).Options.model_fields
-    flags = {name: getattr(args, name) for name in declared if getattr(args, name, None) is not None}
-    return create(args.executor, **{**flags, **parse_assignments(args.executor_option)})
+    flags = {name: getattr(args, name) for name in EXECUTOR_FLAGS
+             if name in declared and getattr(args, name) is not None}
+    given = parse_assignments(args.executor_option, "--executor-option", "workers=2")
+    return create(args.executor, **{**flags, **given})
 
 
 def _dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace) -> int:
