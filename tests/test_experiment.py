@@ -7,7 +7,8 @@ import pytest
 
 from zoo.experiment import ExperimentError, load_experiment
 from zoo.experiment import record as records
-from zoo.experiment.runner import cells, run_grid
+from zoo.experiment.grid import cells
+from zoo.experiment.runner import run_grid
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = ROOT / "experiments" / "smoke.toml"
@@ -138,7 +139,7 @@ def test_the_live_grid_prints_a_failure_reason_as_written(tmp_path, monkeypatch)
     """A reason quotes user input; read as markup, '[/]' raised a MarkupError inside `zoo run`'s live display."""
     from rich.console import Console
 
-    from zoo.experiment import runner
+    from zoo.experiment import view as runner
 
     grid = cells(load_experiment(SMOKE), tmp_path / "runs", tmp_path / "records")
     monkeypatch.setattr(runner, "view_state", lambda cell: "failed")

@@ -11,7 +11,8 @@ import pytest
 
 from zoo.experiment import load_experiment
 from zoo.experiment.forecast import forecast
-from zoo.experiment.runner import cells, reusable, run_grid
+from zoo.experiment.grid import cells, reusable
+from zoo.experiment.runner import run_grid
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = (ROOT / "experiments" / "smoke.toml").read_text()

@@ -128,7 +128,7 @@ threads = 1
 def test_an_experiment_runs_with_its_plugin_and_goes_stale_when_the_plugin_changes(plugin_file, tmp_path):
     from zoo.cli import main
     from zoo.experiment import load_experiment, store
-    from zoo.experiment.runner import cell_state, cells
+    from zoo.experiment.grid import cell_state, cells
 
     path = plugin_file("plugged-e2e")
     (tmp_path / "exp.toml").write_text(EXPERIMENT)

@@ -19,7 +19,9 @@ from zoo import rundir
 from zoo.atomic import TEMP_SUFFIX
 from zoo.experiment import ExperimentError, load_experiment, store
 from zoo.experiment import record as records
-from zoo.experiment.runner import cells, execute, run_grid
+from zoo.experiment.cell import execute
+from zoo.experiment.grid import cells
+from zoo.experiment.runner import run_grid
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = (ROOT / "experiments" / "smoke.toml").read_text()
@@ -372,7 +374,7 @@ def test_a_complete_record_survives_an_experiment_file_broken_while_the_grid_run
     """The probe's data loss: seed 1 recorded, a grid of seeds [0, 1] started, and while seed 0 trains an
     editor half-saves the TOML (`steps = `). Seed 1 then cannot reload the experiment and fails; its complete
     record must stay as it was, not be replaced by a failed one."""
-    from zoo.experiment import runner
+    from zoo.experiment import cell as runner
 
     path = experiment_file(tmp_path, **{"seeds = [0, 1]": "seeds = [1]"})
     assert run(path, tmp_path)["post-norm/copy/seed-1"][0] == "complete"

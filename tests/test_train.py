@@ -48,6 +48,30 @@ def test_inverse_sqrt_is_the_papers_formula():
         assert learning_rate(step, config, 512) == pytest.approx(paper, rel=1e-12)
 
 
+@pytest.mark.parametrize("budget, done, fraction", [
+    ({"steps": 100}, (50, 0.0, 0.0), 0.5),
+    ({"epochs": 2.0}, (7, 1.0, 0.0), 0.5),
+    ({"minutes": 1.0}, (7, 0.0, 15.0), 0.25),
+    ({"steps": 100, "epochs": 4.0, "minutes": 10.0}, (10, 2.0, 60.0), 0.5),  # the budget reached first leads
+    ({"steps": 10}, (12, 0.0, 0.0), 1.0),  # capped
+])
+def test_the_budget_fraction_is_the_largest_share_capped_at_one(budget, done, fraction):
+    assert TrainConfig(**budget).fraction_done(*done) == pytest.approx(fraction)
+
+
+def test_the_live_view_and_the_loop_share_the_budget_rule(tmp_path):
+    """`zoo run`'s view reads the run's train.json and last metrics row and asks TrainConfig, as the loop does."""
+    from zoo.experiment.view import _progress
+    from zoo.rundir import METRICS, TRAIN, write_json
+
+    write_json(tmp_path / TRAIN, TrainConfig(steps=100, epochs=4.0).model_dump(mode="json"))
+    rows = [{"step": 10, "epoch": 0.5, "seconds": 1.0, "loss": 3.0, "tok_per_s": 100.0},
+            {"event": "eval", "step": 10}, {"step": 20, "epoch": 1.5, "seconds": 2.0, "loss": 2.0, "tok_per_s": 100.0}]
+    (tmp_path / METRICS).write_text("".join(json.dumps(row) + "\n" for row in rows))
+    line, fraction = _progress(tmp_path)
+    assert line.startswith("step 20  loss 2.000") and fraction == pytest.approx(1.5 / 4)
+
+
 def test_constant_and_linear_decay_schedules():
     constant = TrainConfig(steps=100, warmup=10, lr=1e-3, schedule="constant")
     assert learning_rate(5, constant, 64) == pytest.approx(5e-4)

@@ -38,7 +38,11 @@ def _spec(name: str, assignments: list[str] | None) -> ModelSpec:
 
 def _options(entry) -> str:
     key = registry.slot(entry.slot).key
-    fields = {k: f for k, f in entry.config.model_fields.items() if k != key}
+    return _defaults({k: f for k, f in entry.config.model_fields.items() if k != key})
+
+
+def _defaults(fields: dict) -> str:
+    """'name=default, ...' of a pydantic model's fields (a required one by its name alone)."""
     return ", ".join(f"{k}={f.default!r}" if f.default is not None or not f.is_required() else k
                      for k, f in fields.items())
 
@@ -83,6 +87,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for message in broken:
             errors.print(f"zoo: preset not listed: {escape(message)}", highlight=False, soft_wrap=True)
     listed = _list_tasks_and_metrics(pattern)
+    listed = _list_executors(pattern) or listed
     if not entries and not presets and not listed:
         raise ZooError(f"nothing matches {pattern!r}; try 'zoo list' or a pattern such as 'attention.*'")
     return 0
@@ -126,6 +131,22 @@ def _list_tasks_and_metrics(pattern: str) -> bool:
                                         f"{metric.stall_floor:g}")))
         console.print(table)
     return bool(tasks or names)
+
+
+def _list_executors(pattern: str) -> bool:
+    """A table of the registered executors ('executor.NAME') matching `pattern`; whether any is listed."""
+    from zoo.experiment.executors import EXECUTORS
+
+    names = [n for n in EXECUTORS.names() if fnmatch.fnmatchcase(f"executor.{n}", pattern)]
+    if names:
+        table = Table(title="Executors (zoo run --executor NAME)", title_justify="left")
+        for column in ("executor", "what it is", "options (defaults)"):
+            table.add_column(column, overflow="fold")
+        for name in names:
+            executor = EXECUTORS.get(name)
+            table.add_row(*map(escape, (name, _first_line(executor.__doc__), _defaults(executor.Options.model_fields))))
+        console.print(table)
+    return bool(names)
 
 
 def _first_line(doc: str | None) -> str:
@@ -239,9 +260,10 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"zoo {__version__}")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("list", help="list registered components, presets, tasks and metrics",
-                       description="List registered components (slot.name), presets, tasks (task.name) and metrics "
-                       "(metric.name); PATTERN is a shell-style wildcard, e.g. 'attention.*', '*norm*' or 'task.*'.")
+    p = sub.add_parser("list", help="list registered components, presets, tasks, metrics and executors",
+                       description="List registered components (slot.name), presets, tasks (task.name), metrics "
+                       "(metric.name) and executors (executor.name); PATTERN is a shell-style wildcard, e.g. "
+                       "'attention.*', '*norm*' or 'task.*'.")
     p.add_argument("pattern", nargs="?", metavar="PATTERN")
     p.set_defaults(run=cmd_list)
 

@@ -11,12 +11,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from zoo.config_io import parse_assignments
 from zoo.experiment import load_experiment, store
+from zoo.experiment.executors import EXECUTORS, create
 
 RECORDS = store.RECORDS
 
 console = Console(emoji=False)  # user text such as ":smile:" is printed as written
 errors = Console(stderr=True, emoji=False)
+EXECUTOR_FLAGS = ("workers", "address", "threads")  # `zoo run` flags an executor takes when its options declare them
 TERMINAL_OMITS = {"stalled", "diverged", "failed", "vs baseline: Fisher p", "Δ unstable [95% CI]"}
 
 
@@ -30,18 +33,18 @@ def _places(args: argparse.Namespace, experiment) -> tuple[Path, Path]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from zoo.experiment.runner import run_grid
-    from zoo.export import log_destination
+    from zoo.train.tensorboard import log_destination
 
     experiment = load_experiment(args.experiment)
     experiment.check_data()
+    executor = _executor(args)  # an unknown executor or a bad option: said before anything is written
     runs, out = _places(args, experiment)
     if args.dry_run:
         return _dry_run(experiment, runs, out, args)
     log_to = log_destination(args.log_to)
     _write_floors(experiment, out)
-    results = run_grid(experiment, runs, out / RECORDS, executor=args.executor, workers=args.workers,
-                       address=args.address, threads=args.threads, console=errors, live=not args.no_live,
-                       reuse_from=[Path(folder) for folder in args.reuse_from], log_to=log_to)
+    results = run_grid(experiment, runs, out / RECORDS, executor=executor, console=errors,
+                       live=not args.no_live, reuse_from=[Path(folder) for folder in args.reuse_from], log_to=log_to)
     counts: dict[str, int] = {}
     for state, _ in results.values():
         counts[state] = counts.get(state, 0) + 1
@@ -57,10 +60,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if counts.get("failed") or counts.get("locked") else 0
 
 
+def _executor(args: argparse.Namespace):
+    """The executor `--executor` names, with the options it declares taken from their flags (--workers,
+    --address, --threads) and from --executor-option KEY=VALUE (a plugin executor's own options)."""
+    declared = EXECUTORS.get(args.executor).Options.model_fields
+    flags = {name: getattr(args, name) for name in EXECUTOR_FLAGS
+             if name in declared and getattr(args, name) is not None}
+    given = parse_assignments(args.executor_option, "--executor-option", "workers=2")
+    return create(args.executor, **{**flags, **given})
+
+
 def _dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace) -> int:
     """`zoo run --dry-run`: what the grid would do per task and the training time it would take."""
     from zoo.experiment.forecast import forecast
-    from zoo.experiment.runner import cells, reusable
+    from zoo.experiment.grid import cells, reusable
 
     reuse = [Path(folder) for folder in args.reuse_from]
     grid = reusable(experiment, cells(experiment, runs, out / RECORDS), reuse)
@@ -238,7 +251,10 @@ def add_commands(sub) -> None:
     _experiment_arguments(p)
     p.add_argument("--runs", metavar="DIR", help="where run directories (checkpoints, logs) go "
                    "(default runs/<experiment name>)")
-    p.add_argument("--executor", choices=["local", "ray"], default="local")
+    p.add_argument("--executor", default="local", metavar="NAME", help="what runs the cells: "
+                   f"{', '.join(EXECUTORS.names())} or a plugin's executor (zoo list 'executor.*'; default local)")
+    p.add_argument("--executor-option", action="append", metavar="KEY=VALUE", help="an option of the executor "
+                   "(e.g. a plugin executor's own), repeatable; local takes workers, ray address and threads")
     p.add_argument("--workers", type=int, default=1, help="local: worker processes, CPU threads split between them")
     p.add_argument("--address", help="ray: address of an existing cluster (default: start a local Ray instance)")
     p.add_argument("--threads", type=int, default=1, help="ray: CPUs (and torch threads) per run")

@@ -48,7 +48,7 @@ def prepare(args: argparse.Namespace):
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from zoo.export import log_destination
+    from zoo.train.tensorboard import log_destination
 
     log_to = log_destination(args.log_to)  # checked before any data is read
     spec, task, config = prepare(args)

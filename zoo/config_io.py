@@ -144,13 +144,14 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def parse_assignments(items: list[str] | None) -> dict[str, Any]:
-    """['ffn.kind=conv1d', 'd_model=128'] -> {'ffn.kind': 'conv1d', 'd_model': 128}."""
+def parse_assignments(items: list[str] | None, flag: str = "--set", example: str = "ffn.kind=conv1d") -> dict[str, Any]:
+    """['ffn.kind=conv1d', 'd_model=128'] -> {'ffn.kind': 'conv1d', 'd_model': 128}. `flag` and `example`: how
+    the error for an item without '=' names the option it was given with."""
     overrides: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise SpecError(f"--set {item!r}: expected KEY=VALUE, e.g. --set ffn.kind=conv1d")
+            raise SpecError(f"{flag} {item!r}: expected KEY=VALUE, e.g. {flag} {example}")
         overrides[key.strip()] = parse_value(value.strip())
     return overrides
 

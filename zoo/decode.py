@@ -15,7 +15,9 @@ import math
 from dataclasses import dataclass
 
 import torch
+from pydantic import BaseModel, ConfigDict, Field
 
+from zoo.config_io import Count, Number
 from zoo.errors import ZooError
 from zoo.model import DecodeState, Seq2Seq
 
@@ -44,6 +46,17 @@ class DecodeConfig:
         for name, (value, allowed, ok) in checks.items():
             if not ok(value):
                 raise ZooError(f"{name}: {value!r} is not allowed; expected {allowed}")
+
+
+class DecodeSettings(BaseModel):
+    """An experiment's [decode] table: the DecodeConfig its test sets are decoded with, part of each cell's
+    definition (zoo/experiment/store.py reads recorded ones back with it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    beam: Count = Field(1, gt=0, le=MAX_BEAM)
+    alpha: Number = Field(0.6, ge=0)
+    max_ratio: Number = Field(1.5, gt=0, le=MAX_RATIO)
+    max_extra: Count = Field(10, ge=0)
 
 
 def _integer(value: object) -> bool:

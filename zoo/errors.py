@@ -36,5 +36,9 @@ class DataError(ZooError, ValueError):
     """A task name, task setting or data file is invalid; the message names the file or field and what is allowed."""
 
 
+class ExportError(ZooError):
+    """An export cannot be written (missing extra, unusable destination)."""
+
+
 class RunError(ZooError):
     """A run directory is missing, incomplete, or belongs to another spec/config; or its checkpoint is unreadable."""

@@ -24,14 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from zoo.errors import ZooError
+from zoo.errors import ExportError
 from zoo.summary import diff, flatten
 
 TIMING = {"seconds", "tok_per_s", "tokens", "decoded_sentences"}  # not a curve a reader compares
-
-
-class ExportError(ZooError):
-    """An export cannot be written (missing extra, unusable destination)."""
 
 
 @dataclass(frozen=True)
@@ -211,36 +207,3 @@ def to_mlflow(experiment, records_root: Path, report_dir: Path, uri: str | None 
             client.log_batch(run, metrics=metrics[start:start + 1000])
         client.set_terminated(run, status="FINISHED" if cell.record.get("status") == "complete" else "FAILED")
     return uri, parent
-
-
-class LiveTensorBoard:
-    """`--log-to tensorboard DIR` while training: each row the loop logs to metrics.jsonl, written as scalars
-    (train/<column>, eval/<column>) as it happens, for people who watch long runs."""
-
-    def __init__(self, folder: Path):
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
-            raise ExportError("--log-to tensorboard needs the tensorboard extra: pip install 'zoo[tensorboard]'") \
-                from None
-        self.writer = SummaryWriter(str(folder))
-
-    def log(self, row: dict[str, Any]) -> None:
-        part = "eval" if row.get("event") == "eval" else "train"
-        for column, value in row.items():
-            if column not in ("step", "epoch", "event") and isinstance(value, (int, float)) \
-                    and not isinstance(value, bool) and math.isfinite(value):
-                self.writer.add_scalar(f"{part}/{column}", value, row["step"])
-        self.writer.flush()
-
-    def close(self) -> None:
-        self.writer.close()
-
-
-def log_destination(option: list[str] | None) -> Path | None:
-    """`--log-to tensorboard DIR` as a folder (None when not given); one line for anything else."""
-    if not option:
-        return None
-    if len(option) != 2 or option[0] != "tensorboard":
-        raise ExportError(f"--log-to: {' '.join(option)!r}: give 'tensorboard DIR'")
-    return Path(option[1])

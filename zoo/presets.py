@@ -15,7 +15,7 @@ from typing import Any
 
 from zoo.config_io import read_config_file
 from zoo.errors import SpecError
-from zoo.spec import apply_overrides
+from zoo.overrides import apply_overrides
 
 
 def preset_dirs() -> list[Path]:

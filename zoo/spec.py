@@ -15,9 +15,10 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsAny, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from zoo import components  # noqa: F401  (registers every built-in component)
 from zoo.config_io import Count, Label, Number, describe_error, read_config_file
 from zoo.errors import IncompatibleComponents, RegistryError, SpecError
+from zoo.overrides import apply_overrides
+from zoo.presets import preset_data, with_base
 from zoo.registry import SlotParams, registry
 
 SLOTS = ("residual", "norm", "ffn", "attention", "mask", "embedding", "positional", "output", "init")
@@ -169,39 +170,8 @@ def validate_spec(data: dict[str, Any], source: str = "") -> ModelSpec:
         raise kind(format_validation_error(err, source)) from None
 
 
-def _is_switch(dotted: str) -> bool:
-    parts = dotted.split(".")
-    return len(parts) == 2 and parts[0] in SLOTS and parts[1] == registry.slot(parts[0]).key
-
-
-def apply_overrides(data: dict[str, Any], overrides: dict[str, Any] | None) -> dict[str, Any]:
-    """Set dotted keys ('ffn.kind') in a nested spec dict; a copy is returned.
-
-    Switching a slot's implementation (`attention.kind=torch-mha`) drops the options the new
-    implementation does not have; switches apply first, so options given with them are kept.
-    """
-    data = json.loads(json.dumps(data))
-    ordered = sorted((overrides or {}).items(), key=lambda item: not _is_switch(item[0]))
-    for dotted, value in ordered:
-        parts = dotted.split(".")
-        node = data
-        for i, part in enumerate(parts[:-1]):
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise SpecError(f"{dotted}: {'.'.join(parts[: i + 1])} is a value, not a table of options")
-            node = child
-        if _is_switch(dotted) and value in registry.names(parts[0]):
-            accepted = set(registry.get(parts[0], value).config.model_fields)
-            for stale in [key for key in node if key not in accepted]:
-                del node[stale]
-        node[parts[-1]] = value
-    return data
-
-
 def load_spec(name_or_path: str | Path | ModelSpec, overrides: dict[str, Any] | None = None) -> ModelSpec:
     """A preset name ('paper-base') or a spec file path, with dotted overrides applied, validated."""
-    from zoo.presets import preset_data, with_base
-
     if isinstance(name_or_path, ModelSpec):
         return name_or_path.with_overrides(overrides or {}) if overrides else name_or_path
     path = Path(name_or_path)

@@ -24,9 +24,9 @@ from torch import nn
 
 from zoo.components.masks import AttentionMask
 from zoo.components.positional import NO_POSITIONS, RelativePositions
+from zoo.components.slots import SlotParams, register, registry
 from zoo.config_io import Count, Number
 from zoo.errors import ZooError
-from zoo.registry import SlotParams, register, registry
 
 Tensor = torch.Tensor
 

@@ -14,8 +14,8 @@ import torch
 from pydantic import Field
 from torch import nn
 
+from zoo.components.slots import SlotParams, register, registry
 from zoo.config_io import Count, Number
-from zoo.registry import SlotParams, register, registry
 
 
 class EmbeddingParams(SlotParams):

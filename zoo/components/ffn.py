@@ -14,8 +14,8 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
+from zoo.components.slots import SlotParams, register, registry
 from zoo.config_io import Number
-from zoo.registry import SlotParams, register, registry
 
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 

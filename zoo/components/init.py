@@ -11,7 +11,7 @@ import torch
 from pydantic import Field
 from torch import nn
 
-from zoo.registry import SlotParams, register, registry
+from zoo.components.slots import SlotParams, register, registry
 
 
 class InitParams(SlotParams):

@@ -52,8 +52,8 @@ from typing import Any, NamedTuple
 import torch
 from pydantic import Field
 
+from zoo.components.slots import SlotParams, register, registry
 from zoo.errors import ZooError
-from zoo.registry import SlotParams, register, registry
 
 Tensor = torch.Tensor
 

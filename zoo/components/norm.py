@@ -12,8 +12,8 @@ import torch
 from pydantic import Field
 from torch import nn
 
+from zoo.components.slots import SlotParams, register, registry
 from zoo.config_io import Number
-from zoo.registry import SlotParams, register, registry
 
 
 class Norm(nn.Module):

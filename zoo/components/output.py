@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
+from zoo.components.slots import SlotParams, register, registry
 from zoo.loss import annotated_kl_smoothing, uniform_smoothing
-from zoo.registry import SlotParams, register, registry
 
 
 class OutputParams(SlotParams):

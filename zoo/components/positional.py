@@ -15,9 +15,9 @@ import torch
 from pydantic import Field
 from torch import nn
 
+from zoo.components.slots import SlotParams, register, registry
 from zoo.config_io import Count, Number
 from zoo.errors import ZooError
-from zoo.registry import SlotParams, register, registry
 
 Tensor = torch.Tensor
 

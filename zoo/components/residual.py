@@ -22,8 +22,8 @@ import torch
 from pydantic import Field
 from torch import nn
 
+from zoo.components.slots import SlotParams, register, registry
 from zoo.config_io import Number
-from zoo.registry import SlotParams, register, registry
 
 Sublayer = Callable[[torch.Tensor], torch.Tensor]
 SublayerName = Literal["self_attn", "cross_attn", "ffn"]

@@ -39,7 +39,7 @@ from pydantic_core import PydanticCustomError
 from zoo import metrics
 from zoo.config_io import Count, Number, describe_error, read_config_file
 from zoo.data import Task, TaskConfig, check_files, task_class
-from zoo.decode import MAX_BEAM, MAX_RATIO
+from zoo.decode import DecodeSettings
 from zoo.errors import DataError, SpecError, ZooError
 from zoo.experiment.store import check_name
 from zoo.plugins import PluginError, load_all
@@ -150,14 +150,6 @@ class Analysis(BaseModel):
     min_seeds: Count = Field(3, ge=3, description="complete seeds per arm below which no verdict is "
                                                              "given (per-seed values are shown instead)")
     power: Number = Field(0.8, gt=0, lt=1, description="power for the minimum detectable effect and `zoo plan`")
-
-
-class DecodeSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    beam: Count = Field(1, gt=0, le=MAX_BEAM)
-    alpha: Number = Field(0.6, ge=0)
-    max_ratio: Number = Field(1.5, gt=0, le=MAX_RATIO)
-    max_extra: Count = Field(10, ge=0)
 
 
 class Regime(BaseModel):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from zoo.experiment import record as records
 from zoo.experiment import store
+from zoo.experiment.grid import Cell, cell_state
 from zoo.rundir import RunError
 
 
@@ -60,11 +61,9 @@ def _rates(paths: list[Path]) -> dict[str, list[float]]:
     return rates
 
 
-def forecast(experiment, grid: list, reuse_folders: list[Path] = ()) -> list[TaskForecast]:
-    """One TaskForecast per task of the experiment, for `grid` (runner.cells, with `reuse` set by
-    runner.reusable when --reuse-from is given)."""
-    from zoo.experiment.runner import cell_state
-
+def forecast(experiment, grid: list[Cell], reuse_folders: list[Path] = ()) -> list[TaskForecast]:
+    """One TaskForecast per task of the experiment, for `grid` (grid.cells, with `reuse` set by
+    grid.reusable when --reuse-from is given)."""
     paths = store.record_files(Path(grid[0].records_root)) if grid else []
     for folder in reuse_folders:
         paths += store.record_files(Path(folder) / store.RECORDS)

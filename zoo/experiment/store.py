@@ -166,7 +166,7 @@ def normalise(recorded: dict[str, Any]) -> dict[str, Any]:
     defaults, which are what the record was made with (a new option's default keeps the old behaviour);
     a part that today's code rejects is left as it is, and will differ."""
     from zoo.data import TaskConfig
-    from zoo.experiment.config import DecodeSettings
+    from zoo.decode import DecodeSettings
     from zoo.spec import validate_spec
     from zoo.train import TrainConfig
 

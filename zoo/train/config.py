@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from zoo.config_io import Count, Number, describe_error, read_config_file
 from zoo.errors import SpecError
-from zoo.spec import apply_overrides
+from zoo.overrides import apply_overrides
 
 # Adam's running-average coefficients: each in [0, 1) (torch raises a traceback otherwise).
 Beta = Annotated[Number, Field(ge=0, lt=1)]
@@ -61,6 +61,14 @@ class TrainConfig(BaseModel):
 
     def peak_lr(self, d_model: int) -> float:
         return self.lr if self.lr is not None else d_model ** -0.5 * max(self.warmup, 1) ** -0.5
+
+    def fraction_done(self, step: int, epochs_done: float, seconds: float) -> float:
+        """The share of the budget a run has used after `step` optimizer steps, `epochs_done` passes over the
+        data and `seconds` of training: the largest of its budgets' shares, as training stops at whichever is
+        reached first, capped at 1. The loop stops at 1; `zoo run`'s live view shows it, read from the run's files."""
+        parts = [step / self.steps if self.steps else 0.0, epochs_done / self.epochs if self.epochs else 0.0,
+                 seconds / (60 * self.minutes) if self.minutes else 0.0]
+        return min(1.0, max(parts))
 
 
 def load_train_config(path: str | Path | None = None,

@@ -28,6 +28,7 @@ from zoo.spec import ModelSpec
 from zoo.train import checkpoint as checkpoints
 from zoo.train.config import TrainConfig
 from zoo.train.schedule import learning_rate
+from zoo.train.tensorboard import LiveTensorBoard
 
 
 @dataclass
@@ -72,7 +73,7 @@ class Trainer:
                  resume: bool = False, progress: bool = True, console: Console | None = None,
                  log_to: Path | None = None):
         self.spec, self.task, self.config, self.out = spec, task, config, Path(out)
-        self.log_to = log_to  # a TensorBoard folder the logged rows are also written to (zoo/export.py)
+        self.log_to = log_to  # a TensorBoard folder the logged rows are also written to (zoo/train/tensorboard.py)
         self.resume, self.show_progress = resume, progress
         self.console = console or Console(stderr=True)
         self.device = select_device(config.device)
@@ -129,10 +130,7 @@ class Trainer:
         return pos.epoch + pos.index / max(len(self._batches(pos.epoch)), 1)
 
     def _fraction(self, pos: Position) -> float:
-        c = self.config
-        parts = [pos.step / c.steps if c.steps else 0.0, self._epochs_done(pos) / c.epochs if c.epochs else 0.0,
-                 pos.seconds / (60 * c.minutes) if c.minutes else 0.0]
-        return min(1.0, max(parts))
+        return self.config.fraction_done(pos.step, self._epochs_done(pos), pos.seconds)
 
     # -- one optimizer step --------------------------------------------------------------------
     def _step(self, model, optimizer, group: list[list[int]], pos: Position) -> dict[str, Any]:
@@ -197,8 +195,6 @@ class Trainer:
         model.train()
         mirror = None
         if self.log_to is not None:
-            from zoo.export import LiveTensorBoard
-
             mirror = LiveTensorBoard(self.log_to)
 
         def write(log, row: dict[str, Any]) -> None:

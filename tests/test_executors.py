@@ -1,0 +1,135 @@
+"""Executors: an open registry behind one protocol; options typed; a bad name or option is one line."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from zoo.cli import main
+from zoo.errors import RegistryError, ZooError
+from zoo.experiment import load_experiment
+from zoo.experiment import record as records
+from zoo.experiment.cell import execute
+from zoo.experiment.executors import (
+    EXECUTORS,
+    Executor,
+    ExecutorError,
+    ExecutorOptions,
+    Local,
+    Ray,
+    create,
+    register_executor,
+)
+from zoo.experiment.runner import run_grid
+
+SMOKE = Path(__file__).resolve().parent.parent / "experiments" / "smoke.toml"
+
+PLUGIN = '''
+from zoo.experiment.executors import Executor, ExecutorOptions, register_executor
+
+
+class QueueOptions(ExecutorOptions):
+    queue: str = "short"
+
+
+@register_executor("queue-test")
+class Queue(Executor):
+    """Sends cells to a queue (a test's)."""
+
+    Options = QueueOptions
+
+    def run(self, grid, results):
+        for cell in grid:
+            results[cell.name] = ("failed", f"queued on {self.options.queue}")
+'''
+
+
+class InlineOptions(ExecutorOptions):
+    seeds: list[int] | None = None  # run only these seeds; the others are left out of the results
+
+
+@pytest.fixture
+def inline():
+    """A test-registered executor running the cells in this process, one by one; unregistered afterwards."""
+
+    @register_executor("inline-test")
+    class Inline(Executor):
+        """Runs the cells here, one by one (a test's)."""
+
+        Options = InlineOptions
+        seen: list[str] = []
+
+        def run(self, grid, results):
+            for cell in grid:
+                if self.options.seeds is None or cell.seed in self.options.seeds:
+                    Inline.seen.append(cell.name)
+                    results[cell.name] = execute(cell)
+
+    yield Inline
+    EXECUTORS.unregister("inline-test")
+
+
+def test_the_registry_lists_local_and_ray():
+    assert EXECUTORS.names()[:2] == ["local", "ray"]
+    assert EXECUTORS.get("local") is Local and EXECUTORS.get("ray") is Ray
+    assert isinstance(create("local"), Local) and create("local").name == "local"
+
+
+def test_a_registered_executor_runs_the_grid_through_run_grid(tmp_path, inline):
+    experiment = load_experiment(SMOKE)
+    results = run_grid(experiment, tmp_path / "runs", tmp_path / "records", executor="inline-test", seeds=[1],
+                       live=False)
+    ran = {"post-norm/copy/seed-1", "pre-norm/copy/seed-1"}
+    assert set(inline.seen) == ran
+    assert {name: status for name, (status, _) in results.items()} == {
+        **{name: "complete" for name in ran}, "post-norm/copy/seed-0": "failed", "pre-norm/copy/seed-0": "failed"}
+    assert results["post-norm/copy/seed-0"][1] == "not run"  # a cell the executor left out is said to be
+    assert records.read(tmp_path / "records" / "pre-norm" / "copy" / "seed-1.json")["status"] == "complete"
+
+
+def test_an_unknown_executor_names_the_valid_ones(tmp_path, capsys):
+    with pytest.raises(RegistryError, match="unknown executor 'slurm'; valid: local, ray"):
+        run_grid(load_experiment(SMOKE), tmp_path / "runs", tmp_path / "records", executor="slurm", live=False)
+    assert main(["run", str(SMOKE), "--executor", "slurm", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "valid: local, ray" in err
+    assert not (tmp_path / "out").exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize("name, options, message", [
+    ("local", {"workers": 0}, "executor local: workers: Input should be greater than or equal to 1"),
+    ("local", {"workers": "2"}, "executor local: workers: Input should be a valid integer"),
+    ("local", {"address": "x"}, "executor local: address: unknown key (valid keys: workers)"),
+    ("ray", {"threds": 2}, "executor ray: threds: unknown key; did you mean 'threads'?"),
+    ("ray", {"threads": 0}, "executor ray: threads: Input should be greater than or equal to 1"),
+])
+def test_options_are_validated(name, options, message):
+    with pytest.raises(ExecutorError, match=re.escape(message)) as raised:
+        create(name, **options)
+    assert isinstance(raised.value, ZooError)
+
+
+def test_the_command_line_passes_the_flags_an_executor_declares(tmp_path, capsys):
+    assert main(["run", str(SMOKE), "--executor", "ray", "--threads", "0", "--dry-run"]) == 2
+    assert "executor ray: threads" in capsys.readouterr().err
+    assert main(["run", str(SMOKE), "--executor", "local", "--executor-option", "threads=2", "--dry-run"]) == 2
+    assert "executor local: threads: unknown key" in capsys.readouterr().err  # --threads is ray's, not local's
+    assert main(["run", str(SMOKE), "--executor-option", "workers", "--dry-run"]) == 2
+    assert "--executor-option 'workers': expected KEY=VALUE" in capsys.readouterr().err
+
+
+def test_a_plugin_executor_is_listed_and_runs_with_its_own_options(tmp_path, capsys):
+    plugin = tmp_path / "queue_executor.py"
+    plugin.write_text(PLUGIN)
+    try:
+        assert main(["list", "executor.*", "--plugin", str(plugin)]) == 0
+        out = capsys.readouterr().out
+        assert "queue-test" in out and "queue='short'" in out and "local" in out and "ray" in out
+        code = main(["run", str(SMOKE), "--plugin", str(plugin), "--executor", "queue-test", "--executor-option",
+                     "queue=long", "--no-live", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out")])
+        assert code == 1  # every cell 'failed'
+        assert "queued on long" in capsys.readouterr().err
+    finally:
+        EXECUTORS.unregister("queue-test")

@@ -1,0 +1,172 @@
+"""Executors: how a grid's cells get run. An open registry, like tasks and metrics (zoo/catalogue.py).
+
+An executor derives from `Executor`, declares its typed options (a pydantic model, unknown keys refused) and
+registers under a name; `zoo run --executor NAME` then uses it, and a plugin adds one the same way:
+
+    from zoo.experiment.executors import Executor, ExecutorOptions, register_executor
+
+    class SlurmOptions(ExecutorOptions):
+        partition: str = "cpu"
+
+    @register_executor("slurm")
+    class Slurm(Executor):
+        Options = SlurmOptions
+        def run(self, grid, results): ...   # results[cell.name] = execute(cell, threads, wait=True), on a node
+
+Whatever runs a cell calls `zoo.experiment.cell.execute`, which never raises, takes the cell's lock, loads
+the cell's plugins and records the outcome in the store; the live view reads only the store, so it shows
+every executor's cells the same way. Built-ins: `local` (in this process, or N worker processes splitting the
+CPU threads; worker processes exit when their parent dies) and `ray` (each cell a Ray task; run directories
+and records on a filesystem every node shares).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from zoo.catalogue import Catalogue
+from zoo.config_io import Count, describe_error
+from zoo.errors import ZooError
+from zoo.experiment.cell import execute
+from zoo.experiment.grid import Cell
+from zoo.plugins import PluginError, load_all
+
+Results = dict[str, tuple[str, str]]  # cell name -> (status, reason), as `execute` returns them
+
+
+class ExecutorOptions(BaseModel):
+    """Base of every executor's typed options. Unknown keys are errors, never silently dropped."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Executor:
+    """Base of every executor: `run` runs every cell of a grid and fills `results`; `registry_name` is the
+    name it was registered under, `Options` its options' model, `options` their validated values."""
+
+    registry_name: ClassVar[str]
+    Options: ClassVar[type[ExecutorOptions]] = ExecutorOptions
+
+    def __init__(self, options: ExecutorOptions) -> None:
+        self.options = options
+
+    @property
+    def name(self) -> str:
+        return self.registry_name
+
+    @property
+    def concurrent(self) -> int:
+        """Runs sharing one machine with each cell, recorded as provenance (1 where cells get their own CPUs)."""
+        return 1
+
+    def run(self, grid: list[Cell], results: Results) -> None:
+        raise NotImplementedError
+
+
+EXECUTORS: Catalogue[type[Executor]] = Catalogue("executor", Executor)
+register_executor = EXECUTORS.register
+
+
+class ExecutorError(ZooError):
+    """An executor's options are invalid, or it cannot start; the message names the option or what is missing."""
+
+
+def create(name: str, **options) -> Executor:
+    """The executor registered as `name`, with its options validated (a one-line error naming a bad one)."""
+    kind = EXECUTORS.get(name)
+    try:
+        return kind(kind.Options(**options))
+    except ValidationError as err:
+        raise ExecutorError(f"executor {name}: " + "; ".join(describe_error(e, kind.Options)
+                                                             for e in err.errors())) from None
+
+
+# -- local -----------------------------------------------------------------------------------------
+class LocalOptions(ExecutorOptions):
+    workers: Count = Field(1, ge=1, description="worker processes; the CPU threads are split between them")
+
+
+def _watch_parent(parent: int) -> None:
+    """In a worker: exit as soon as the parent is gone (a kill -9 of `zoo run` must not leave workers
+    training into the store; their locks are released by the kernel when they exit)."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+@register_executor("local")
+class Local(Executor):
+    """In this process, or in `workers` processes; cells another `zoo run` holds are waited for at the end."""
+
+    Options = LocalOptions
+    options: LocalOptions
+
+    @property
+    def concurrent(self) -> int:
+        return self.options.workers
+
+    def run(self, grid: list[Cell], results: Results) -> None:
+        self._phase(grid, results, wait=False)
+        self._phase([cell for cell in grid if results[cell.name][0] == "locked"], results, wait=True)
+
+    def _phase(self, todo: list[Cell], results: Results, wait: bool) -> None:
+        workers = self.options.workers
+        if workers <= 1 or len(todo) <= 1:
+            for cell in todo:
+                results[cell.name] = execute(cell, None, wait)
+            return
+        import multiprocessing
+
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        context = multiprocessing.get_context("spawn")
+        with context.Pool(min(workers, len(todo)), initializer=_watch_parent, initargs=(os.getpid(),)) as pool:
+            jobs = [(cell, threads, wait) for cell in todo]  # chunksize 1: cells start in grid order
+            for cell, outcome in zip(todo, pool.starmap(execute, jobs, chunksize=1)):
+                results[cell.name] = outcome
+
+
+# -- ray -------------------------------------------------------------------------------------------
+class RayOptions(ExecutorOptions):
+    address: str | None = Field(None, description="an existing cluster's address; None = start a local Ray")
+    threads: Count = Field(1, ge=1, description="CPUs (and torch threads) per run")
+
+
+def _load_plugins(plugins: tuple[str, ...]) -> str:
+    """Load the plugins in a worker; the reason they cannot be loaded there, or ''."""
+    try:
+        load_all(plugins, environment=False)
+    except PluginError as err:
+        return str(err)
+    return ""
+
+
+@register_executor("ray")
+class Ray(Executor):
+    """Each cell a Ray task (extra zoo[ray]); run directories and records on a filesystem every node shares."""
+
+    Options = RayOptions
+    options: RayOptions
+
+    def run(self, grid: list[Cell], results: Results) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise ExecutorError("executor: 'ray' needs the ray extra: pip install '.[ray]'") from None
+        threads = self.options.threads
+        ray.init(address=self.options.address, ignore_reinit_error=True, include_dashboard=False,
+                 log_to_driver=False)
+        plugins = grid[0].plugins if grid else ()
+        problem = ray.get(ray.remote(num_cpus=threads)(_load_plugins).remote(plugins)) if plugins else ""
+        if problem:  # before any cell starts: nothing trains with a plugin missing
+            raise PluginError(f"on a Ray worker: {problem}")
+        remote = ray.remote(num_cpus=threads)(execute)
+        for cell, outcome in zip(grid, ray.get([remote.remote(cell, threads, True) for cell in grid])):
+            results[cell.name] = outcome

@@ -1,0 +1,130 @@
+"""The grid of an experiment and the state of each of its cells, read from the store.
+
+Where things live, what defines a cell and how cells are locked: zoo/experiment/store.py. A cell is:
+
+1. recorded: a record of its current definition is there (committed, or from an earlier run), so it is skipped;
+2. stale: a record or run directory of another definition is there; it is moved aside (runs/.stale,
+   records/.stale) and run again, and the grid's first lines name such cells and what changed (`plan`);
+3. todo: nothing of it yet, or a run directory of its definition to resume. Where the records of another
+   experiment named with `--reuse-from` hold one of the same definition, `reusable` marks the cell to copy it
+   (the definition decides the numbers, and training is deterministic on one machine, so training it again
+   would repeat that record).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from zoo import rundir
+from zoo.experiment import record as records
+from zoo.experiment import store
+from zoo.plugins import loaded as loaded_plugins
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (variant, task, seed) of the grid; plain data so it can travel to a worker or a Ray node."""
+
+    experiment: str  # path of the experiment file
+    experiment_name: str
+    variant: str
+    task: str  # TaskEntry.key
+    seed: int
+    runs_root: str
+    records_root: str
+    concurrent: int = 1  # runs sharing the machine with this one (recorded as provenance)
+    commit: str = ""  # the code's commit when the grid started (recorded as provenance)
+    reuse: str = ""  # another experiment's record of the same definition, copied instead of training
+    plugins: tuple[str, ...] = ()  # the plugins the parent loaded (zoo/plugins.py), loaded again by a worker
+    log_to: str = ""  # a TensorBoard folder the cell's curves are also written to while it trains
+
+    @property
+    def name(self) -> str:
+        return f"{self.variant}/{self.task}/seed-{self.seed}"
+
+    @property
+    def out(self) -> Path:
+        return store.inside(Path(self.runs_root), Path(self.runs_root) / store.cell_part(self.variant, self.task,
+                                                                                          self.seed))
+
+    @property
+    def record(self) -> Path:
+        part = store.cell_part(self.variant, self.task, self.seed)
+        return store.inside(Path(self.records_root), Path(self.records_root) / part.with_name(part.name + ".json"))
+
+    @property
+    def lock(self) -> store.CellLock:
+        part = store.cell_part(self.variant, self.task, self.seed)
+        return store.CellLock(Path(self.runs_root) / store.LOCKS / part.with_name(part.name + ".lock"))
+
+
+def cells(experiment, runs_root: Path, records_root: Path, concurrent: int = 1, commit: str = "") -> list[Cell]:
+    """The grid in run order: task by task, and within a task seed by seed across all variants, so a
+    grid stopped part-way (a session's end) leaves every variant with the same seeds, ready to compare."""
+    runs, kept = str(Path(runs_root).resolve()), str(Path(records_root).resolve())
+    seeds = {seed: i for i, seed in enumerate(experiment.config.seeds)}
+    tasks = {task.key: i for i, task in enumerate(experiment.config.tasks)}
+    ordered = sorted(experiment.grid(), key=lambda cell: (tasks[cell[1].key], seeds[cell[2]]))  # stable: variants
+    plugins = tuple(plugin.where for plugin in loaded_plugins())
+    return [Cell(str(experiment.path.resolve()), experiment.name, variant, task.key, seed, runs, kept, concurrent,
+                 commit, plugins=plugins) for variant, task, seed in ordered]
+
+
+def read_record(path: Path) -> dict | None:
+    """The record at `path`, or None when there is none or it is unreadable (then it is moved aside)."""
+    if not path.exists():
+        return None
+    try:
+        return records.read(path)
+    except rundir.RunError:
+        return {"status": "corrupt", "definition": {}}
+
+
+def cell_state(cell: Cell, current: dict) -> tuple[str, list[str]]:
+    """('recorded' | 'stale' | 'todo', what changed) for a cell whose definition is now `current`.
+    A failed record is no result: the cell is run again (and its record replaced)."""
+    found = read_record(cell.record)
+    if found is not None and found["status"] == "corrupt":
+        return "stale", [f"{cell.record} cannot be read"]
+    if found is not None and found["status"] != "failed":
+        changed = store.changes(found["definition"], current)
+        return ("stale", changed) if changed else ("recorded", [])
+    defined = cell.out / rundir.DEFINITION
+    if defined.exists():
+        try:
+            changed = store.changes(rundir.read_table(defined).get("definition", {}), current)
+        except rundir.RunError:
+            changed = [f"{defined} cannot be read"]
+        return ("stale" if changed else "todo"), changed
+    if (cell.out / rundir.SPEC).exists():
+        return "stale", ["a run directory without definition.json (written by an older zoo)"]
+    return "todo", []
+
+
+def plan(experiment, grid: list[Cell]) -> dict[str, list[str]]:
+    """{cell name: what changed} for the cells whose record or run directory is of another definition."""
+    stale = {}
+    for cell in grid:
+        entry = next(t for t in experiment.config.tasks if t.key == cell.task)
+        state, changed = cell_state(cell, store.definition(experiment, cell.variant, entry, cell.seed))
+        if state == "stale":
+            stale[cell.name] = changed
+    return stale
+
+
+def reusable(experiment, grid: list[Cell], report_folders: list[Path]) -> list[Cell]:
+    """The grid with `reuse` set on every cell not recorded under its current definition (no record,
+    or a stale one) while the records of `report_folders` (other experiments') hold one of the same
+    definition digest."""
+    if not grid or not report_folders:
+        return grid
+    found = store.records_by_digest(report_folders, exclude=Path(grid[0].records_root))
+    out = []
+    for cell in grid:
+        entry = next(t for t in experiment.config.tasks if t.key == cell.task)
+        current = store.definition(experiment, cell.variant, entry, cell.seed)
+        source = found.get(store.digest(current))
+        out.append(replace(cell, reuse=str(source)) if source and cell_state(cell, current)[0] != "recorded"
+                   else cell)
+    return out

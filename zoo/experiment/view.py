@@ -1,0 +1,86 @@
+"""The live view of `zoo run`: the grid's cells with their status and progress, re-read from the store.
+
+It reads only the store (records, run directories, locks), never the executor, so it works the same for
+every executor, and shows cells another `zoo run` works on as such.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from rich.console import Group
+from rich.markup import escape
+from rich.table import Table
+
+from zoo import rundir
+from zoo.experiment.grid import Cell, read_record
+from zoo.train.config import TrainConfig
+
+
+def view_state(cell: Cell) -> str:
+    """What the view shows for a cell: its record's status, else its run directory's, said to be elsewhere when
+    another process holds its lock."""
+    if cell.record.exists():
+        found = read_record(cell.record)
+        return found["status"] if found and found["status"] != "corrupt" else "failed"
+    state = rundir.status(cell.out)
+    if state in ("pending", "started", "evaluating") and cell.lock.holder() not in (None, os.getpid()):
+        return f"{state} elsewhere" if state != "pending" else "locked"
+    return state
+
+
+def _progress(out: Path) -> tuple[str, float | None]:
+    """A short line on a started cell (step, loss, tokens/s) and its fraction done, from its files."""
+    try:
+        rows = [r for r in rundir.read_metrics(out / rundir.METRICS) if "event" not in r]
+        config = TrainConfig.model_validate(rundir.read_table(out / rundir.TRAIN))
+    except (rundir.RunError, ValueError):  # ValueError: a train.json of another zoo, which this one cannot read
+        return "", None
+    if not rows:
+        return "", None
+    last = rows[-1]
+    line = f"step {last['step']}  loss {last.get('loss', float('nan')):.3f}  {last.get('tok_per_s', 0):,.0f} tok/s"
+    return line, config.fraction_done(last["step"], last.get("epoch", 0), last.get("seconds", 0))
+
+
+STYLE = {"complete": "green", "diverged": "yellow", "failed": "red", "started": "cyan", "evaluating": "cyan",
+         "pending": "dim", "locked": "magenta", "started elsewhere": "magenta", "evaluating elsewhere": "magenta"}
+
+
+class GridView:
+    """Rich renderable of the grid, re-read from the store on every refresh."""
+
+    def __init__(self, title: str, grid: list[Cell], notes: dict[str, str] | None = None):
+        self.title, self.grid, self.started = title, grid, time.time()
+        self.first_seen: dict[str, float] = {}
+        self.notes = notes if notes is not None else {}  # cell name -> failure reason from this process
+
+    def __rich__(self):
+        states = {cell.name: view_state(cell) for cell in self.grid}
+        table = Table(title=self.title, title_justify="left", expand=False)
+        for column in ("variant", "task", "seed", "status", "progress"):
+            table.add_column(column)
+        for cell in self.grid:
+            state = states[cell.name]
+            detail = ""
+            if state in ("started", "evaluating", "started elsewhere"):
+                line, fraction = _progress(cell.out)
+                seen = self.first_seen.setdefault(cell.name, time.time())
+                eta = ""
+                if fraction and fraction > 0.02 and state == "started":
+                    eta = f"  ETA {max(0.0, (time.time() - seen) * (1 - fraction) / fraction):.0f} s"
+                detail = line + (f"  {fraction:.0%}" if fraction is not None else "") + eta
+            elif state in ("failed", "diverged"):
+                found = read_record(cell.record)
+                detail = (found or {}).get("reason") or self.notes.get(cell.name, "")
+            elif state in ("locked", "evaluating elsewhere"):
+                detail = f"another zoo run (pid {cell.lock.holder()}) works on it; waiting"
+            table.add_row(cell.variant, cell.task, str(cell.seed), f"[{STYLE.get(state, 'white')}]{state}[/]",
+                          escape(detail[:100]))  # a reason quotes user input: never markup
+        counts: dict[str, int] = {}
+        for state in states.values():
+            counts[state] = counts.get(state, 0) + 1
+        summary = "  ".join(f"{k}: {v}" for k, v in counts.items())
+        return Group(table, f"{summary}   elapsed {time.time() - self.started:.0f} s")
