@@ -247,3 +247,39 @@ def test_a_plugin_task_and_metric_run_on_ray(plugin_file, tmp_path):
     finally:
         ray.shutdown()
     assert "rotated-ray" in report and "first token right %" in report
+
+
+PARENT_ONLY = FFN + """
+import os
+
+if os.getpid() != {pid}:
+    raise ImportError("this module only imports in the process that wrote it")
+"""
+
+
+@pytest.mark.parametrize("executor", ["local", pytest.param("ray", marks=pytest.mark.slow)])
+def test_a_plugin_missing_on_a_worker_is_one_line_and_nothing_trains(plugin_file, tmp_path, capsys, executor):
+    """A plugin that loads in `zoo run` but not in its worker processes (here: it refuses any other pid) stops the
+    grid before any cell starts, with one line naming the plugin."""
+    import os
+
+    from zoo.cli import main
+
+    if executor == "ray":
+        pytest.importorskip("ray", reason="the Ray executor needs the ray extra (./setup.sh dev installs it)")
+    plugin_file(f"plugged-parent-{executor}", PARENT_ONLY.replace("{pid}", str(os.getpid())))
+    (tmp_path / "exp.toml").write_text(EXPERIMENT.replace("seeds = [0]", "seeds = [0, 1]")
+                                       .replace('"plugged-e2e"', f'"plugged-parent-{executor}"'))
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    parallel = ["--workers", "2"] if executor == "local" else ["--threads", "1"]
+    try:
+        code = main(["run", str(tmp_path / "exp.toml"), "--out", str(out), "--runs", str(runs), "--no-live",
+                     "--executor", executor, *parallel])
+    finally:
+        if executor == "ray":
+            __import__("ray").shutdown()
+    problems = [line for line in capsys.readouterr().err.splitlines() if "my_components.py" in line]
+    assert code == 2 and len(problems) == 1  # before it, only the floors' progress line
+    assert f"on {'a Ray worker' if executor == 'ray' else 'a worker process'}: " in problems[0]
+    assert "only imports in the process" in problems[0]
+    assert not list(out.rglob("seed-*.json")) and not list(runs.rglob("metrics.jsonl"))

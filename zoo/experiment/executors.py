@@ -86,6 +86,25 @@ def create(name: str, **options) -> Executor:
                                                              for e in err.errors())) from None
 
 
+def _load_plugins(plugins: tuple[str, ...]) -> str:
+    """Load the plugins in a worker; the reason they cannot be loaded there, or ''."""
+    try:
+        load_all(plugins, environment=False)
+    except PluginError as err:
+        return str(err)
+    return ""
+
+
+def _preflight(load_in_worker, grid: list[Cell], where: str) -> None:
+    """Load the grid's plugins in one worker before any cell starts (workers are started alike, so one stands
+    for all): a plugin missing there is one PluginError, and nothing trains; without the probe every cell
+    would fail on its own."""
+    plugins = grid[0].plugins if grid else ()
+    problem = load_in_worker(plugins) if plugins else ""
+    if problem:
+        raise PluginError(f"on {where}: {problem}")
+
+
 # -- local -----------------------------------------------------------------------------------------
 class LocalOptions(ExecutorOptions):
     workers: Count = Field(1, ge=1, description="worker processes; the CPU threads are split between them")
@@ -128,6 +147,7 @@ class Local(Executor):
         threads = max(1, (os.cpu_count() or 1) // workers)
         context = multiprocessing.get_context("spawn")
         with context.Pool(min(workers, len(todo)), initializer=_watch_parent, initargs=(os.getpid(),)) as pool:
+            _preflight(lambda plugins: pool.apply(_load_plugins, (plugins,)), todo, "a worker process")
             jobs = [(cell, threads, wait) for cell in todo]  # chunksize 1: cells start in grid order
             for cell, outcome in zip(todo, pool.starmap(execute, jobs, chunksize=1)):
                 results[cell.name] = outcome
@@ -139,13 +159,6 @@ class RayOptions(ExecutorOptions):
     threads: Count = Field(1, ge=1, description="CPUs (and torch threads) per run")
 
 
-def _load_plugins(plugins: tuple[str, ...]) -> str:
-    """Load the plugins in a worker; the reason they cannot be loaded there, or ''."""
-    try:
-        load_all(plugins, environment=False)
-    except PluginError as err:
-        return str(err)
-    return ""
 
 
 @register_executor("ray")
@@ -163,10 +176,8 @@ class Ray(Executor):
         threads = self.options.threads
         ray.init(address=self.options.address, ignore_reinit_error=True, include_dashboard=False,
                  log_to_driver=False)
-        plugins = grid[0].plugins if grid else ()
-        problem = ray.get(ray.remote(num_cpus=threads)(_load_plugins).remote(plugins)) if plugins else ""
-        if problem:  # before any cell starts: nothing trains with a plugin missing
-            raise PluginError(f"on a Ray worker: {problem}")
+        _preflight(lambda plugins: ray.get(ray.remote(num_cpus=threads)(_load_plugins).remote(plugins)), grid,
+                   "a Ray worker")
         remote = ray.remote(num_cpus=threads)(execute)
         for cell, outcome in zip(grid, ray.get([remote.remote(cell, threads, True) for cell in grid])):
             results[cell.name] = outcome
