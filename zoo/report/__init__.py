@@ -4,9 +4,9 @@ power, placebo calibration, the equivalence matrix, findings checked where they 
     path, report = build_report(experiment, Path("reports/quickstart/records"), Path("reports/quickstart"),
                                 "zoo report quickstart")
 
-Files: collect.py (records -> tables), analysis.py (outcomes and comparisons per task), inference.py,
-corpus.py, power.py, aso.py, outcomes.py (the statistics), findings.py, equiv.py (equivalence matrix),
-tables.py (formatting), plots.py, report.py (report.md).
+Files: collect.py (records -> tables), analysis.py (outcomes and comparisons per task), findings.py,
+equiv.py (equivalence matrix), tables.py (formatting), plots.py, report.py (report.md). The statistics
+themselves are zoo/stats/, which imports nothing from zoo.
 """
 
 from zoo.report.collect import ReportError, collect, load_records

@@ -2,7 +2,7 @@
 
 The seed is the unit of evidence. For each task:
 
-- every run gets an outcome (zoo/report/outcomes.py): complete, stalled (trained to the end without
+- every run gets an outcome (zoo/stats/outcomes.py): complete, stalled (trained to the end without
   learning: the primary validation metric ended below the task's floor, or did not improve for
   `patience` evaluations), diverged, failed; stale and missing cells count for nothing;
 - instability (stalled + diverged among finished runs) per variant, with a Clopper–Pearson interval,
@@ -10,8 +10,8 @@ The seed is the unit of evidence. For each task:
 - quality statistics use the complete runs only;
 - variants whose logged metrics are bit-identical to another's at every step, for every seed, are
   collapsed into that variant's row: they are one set of numbers, not two samples;
-- the primary metric gets a comparison per variant (zoo/report/inference.py for per-seed metrics,
-  zoo/report/corpus.py for corpus metrics, which adds test-sentence variation to seed variation),
+- the primary metric gets a comparison per variant (zoo/stats/seeds.py for per-seed metrics,
+  zoo/stats/corpus.py for corpus metrics, which adds test-sentence variation to seed variation),
   the other metrics a difference with its interval and nothing more.
 
 Verdicts are only given after the report adjusts p-values over its whole family (report.py).
@@ -30,13 +30,15 @@ import pandas as pd
 from zoo import metrics
 from zoo.experiment import Experiment
 from zoo.experiment.config import TaskEntry
-from zoo.report import outcomes as oc
-from zoo.report.aso import eps_min
 from zoo.report.collect import Records, sentence_stats
-from zoo.report.corpus import compare_corpus, corpus_tost
-from zoo.report.inference import MIN_SEEDS, Difference, Equivalence, compare_seeds, prob_better, tost
-from zoo.report.power import POWER, detectable, seeds_for, seeds_needed
-from zoo.report.stats import FEW
+from zoo.stats import FEW, POWER
+from zoo.stats import outcomes as oc
+from zoo.stats.aso import eps_min
+from zoo.stats.corpus import compare_corpus, corpus_tost
+from zoo.stats.power import detectable, seeds_for, seeds_needed
+from zoo.stats.seeds import Difference, compare_seeds, prob_better
+from zoo.stats.tost import Equivalence, tost
+from zoo.stats.welch import MIN_SEEDS
 
 # Which way is better, per results column that is not a metric; columns not listed (e.g. parameters) and not
 # metrics are not compared. Metrics say it themselves (zoo/metrics.py), plugins' included.
@@ -73,7 +75,7 @@ class Comparison:
     variant: str
     reference: str
     metric: str
-    result: Difference  # inference.SeedComparison or corpus.CorpusComparison
+    result: Difference  # seeds.SeedComparison or corpus.CorpusComparison
     prob_better: float
     eps_min: float
     mde: float

@@ -27,12 +27,12 @@ import numpy as np
 
 from zoo.experiment import Experiment
 from zoo.experiment.config import Finding, TaskEntry
-from zoo.report import outcomes as oc
 from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, compared_columns
 from zoo.report.collect import ReportError
 from zoo.report.equiv import Matrix
-from zoo.report.power import MAX_SEEDS, power_of, seeds_needed
-from zoo.report.stats import BETTER, FEW, WORSE
+from zoo.stats import BETTER, FEW, WORSE
+from zoo.stats import outcomes as oc
+from zoo.stats.power import MAX_SEEDS, power_of, seeds_needed
 from zoo.summary import diff
 
 CONFIRMED, CONTRADICTED, INCONCLUSIVE, UNTESTABLE = "confirmed", "contradicted", "inconclusive", "not testable here"

@@ -14,14 +14,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from scipy import stats  # noqa: E402
 
 from zoo import metrics  # noqa: E402
 from zoo.experiment import Experiment  # noqa: E402
 from zoo.experiment.config import TaskEntry  # noqa: E402
 from zoo.report.analysis import Analyst, TaskAnalysis  # noqa: E402
 from zoo.report.tables import label  # noqa: E402
+from zoo.stats.intervals import mean_half_width  # noqa: E402
 
 DPI = 110
 
@@ -99,7 +100,7 @@ def seed_values(experiment: Experiment, found: TaskAnalysis, analyst: Analyst, p
         ax.scatter(jitter, values, color=colors[variant], zorder=3, s=22)
         if len(values) >= 2:
             mean = sum(values) / len(values)
-            half = float(stats.t.ppf(0.975, len(values) - 1) * pd.Series(values).std() / math.sqrt(len(values)))
+            half = mean_half_width(np.asarray(values, dtype=float))
             ax.errorbar(x + 0.3, mean, yerr=half, fmt="_", color="black", capsize=4, markersize=12, zorder=4)
         unstable = [s for s, o in found.outcomes[variant].items() if o in ("stalled", "diverged")]
         if unstable:

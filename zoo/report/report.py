@@ -30,8 +30,6 @@ from zoo.report import plots
 from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, at_level
 from zoo.report.collect import STATUSES, ReportError, collect, curves, load_records
 from zoo.report.equiv import Matrix, equivalence_matrix, matrix_markdown
-from zoo.report.inference import adjust, correct
-from zoo.report.outcomes import at_level as failures_at_level
 from zoo.report.tables import (
     comparison_rows,
     descriptive_metrics,
@@ -46,9 +44,11 @@ from zoo.report.tables import (
     quality_rows,
     task_metrics,
 )
-from zoo.report.transfer import adjusted as adjusted_interaction
 from zoo.report.transfer_section import TransferAnalysis, analyse_transfer, transfer_section
 from zoo.rundir import RunError
+from zoo.stats.family import adjust, correct
+from zoo.stats.outcomes import at_level as failures_at_level
+from zoo.stats.transfer import adjusted as adjusted_interaction
 
 
 @dataclass

@@ -9,14 +9,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from zoo import metrics
 from zoo.experiment import Experiment
 from zoo.experiment.config import TaskEntry
-from zoo.report import outcomes as oc
 from zoo.report.analysis import Comparison, TaskAnalysis, bounds
-from zoo.report.stats import BETTER, FEW, WORSE
+from zoo.stats import ALPHA, BETTER, FEW, WORSE
+from zoo.stats import outcomes as oc
+from zoo.stats.intervals import mean_half_width
+from zoo.stats.power import seeds_for
 
 LABELS = {  # columns that are not metrics; a metric brings its own label (zoo/metrics.py)
     "parameters": "parameters", "tok_per_s": "train tok/s", "valid_loss": "valid loss",
@@ -93,7 +94,7 @@ def per_seed(values) -> str:
     return "; ".join(fmt(v) for v in values) or "none"
 
 
-def mean_interval(values: list[float], column: str, min_seeds: int, alpha: float = 0.05) -> str:
+def mean_interval(values: list[float], column: str, min_seeds: int, alpha: float = ALPHA) -> str:
     """'mean [low, high]' (Student t over seeds, clipped to the metric's range and marked so), or the
     per-seed values below `min_seeds` seeds, or the value when it does not vary."""
     data = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
@@ -104,7 +105,7 @@ def mean_interval(values: list[float], column: str, min_seeds: int, alpha: float
     if len(data) < min_seeds:
         return f"seeds: {per_seed(data)}"
     mean = float(data.mean())
-    half = float(scipy_stats.t.ppf(1 - alpha / 2, len(data) - 1) * data.std(ddof=1) / math.sqrt(len(data)))
+    half = mean_half_width(data, alpha)
     low, high = bounds(column)
     clipped = mean - half < low or mean + half > high
     interval = fmt_interval(max(mean - half, low), min(mean + half, high), column)
@@ -294,7 +295,6 @@ def plan_rows(experiment: Experiment, found: TaskAnalysis, effect: float,
     """Per variant: the seeds it has, the spread they show, and the seeds per arm needed to detect `effect` on
     the primary metric with the report's power at `level` (what one rejection needs after the report's
     correction), under the report's own variance model (seed spread, plus a corpus metric's test-set part)."""
-    from zoo.report.power import seeds_for
 
     analysis = experiment.config.analysis
     header = ["variant", "trained seeds (baseline, variant)", "seed sd (baseline, variant)",

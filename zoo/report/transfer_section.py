@@ -1,5 +1,5 @@
 """The report's transfer section: for each declared pair of tasks ([[transfers]] in the experiment file),
-each variant's effect on both, the interaction with its interval and test (zoo/report/transfer.py), and
+each variant's effect on both, the interaction with its interval and test (zoo/stats/transfer.py), and
 the rank correlation of the effects, with a plot of effect on the second task against effect on the first.
 
 The per-seed values are those of each task's own primary comparison (for corpus metrics, the per-seed
@@ -19,7 +19,7 @@ from zoo.experiment.config import Transfer
 from zoo.report.analysis import TaskAnalysis
 from zoo.report.plots import file_stem, plt, save
 from zoo.report.tables import fmt_effect, fmt_p, label, md_table, verdict_text
-from zoo.report.transfer import CHANGES, HOLDS, Interaction, RankCorrelation, compare_interaction, rank_correlation
+from zoo.stats.transfer import CHANGES, HOLDS, Interaction, RankCorrelation, compare_interaction, rank_correlation
 
 
 @dataclass
