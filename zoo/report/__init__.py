@@ -5,11 +5,13 @@ power, placebo calibration, the equivalence matrix, findings checked where they 
                                 "zoo report quickstart")
 
 Files: collect.py (records -> tables), analysis.py (outcomes and comparisons per task), findings.py,
-equiv.py (equivalence matrix), tables.py (formatting), plots.py, report.py (report.md). The statistics
+equiv.py (equivalence matrix), family.py (the families of tests, adjusted together), study.py (the whole
+experiment's analysis), tables.py (formatting), plots.py, report.py (writes report.md). The statistics
 themselves are zoo/stats/, which imports nothing from zoo.
 """
 
 from zoo.report.collect import ReportError, collect, load_records
-from zoo.report.report import analyse, build_report
+from zoo.report.report import build_report
+from zoo.report.study import analyse
 
 __all__ = ["ReportError", "analyse", "build_report", "collect", "load_records"]

@@ -14,7 +14,7 @@ The seed is the unit of evidence. For each task:
   zoo/stats/corpus.py for corpus metrics, which adds test-sentence variation to seed variation),
   the other metrics a difference with its interval and nothing more.
 
-Verdicts are only given after the report adjusts p-values over its whole family (report.py).
+Verdicts are only given after p-values are adjusted over the report's whole family (family.py).
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def _power(finding: Finding, comparison: Comparison | None, alpha: float) -> str
 
 
 def check(experiment: Experiment, analyst: Analyst, matrix: Matrix, tasks: list[TaskAnalysis]) -> list[Check]:
-    """Every finding on every task it names (tests unadjusted: report.py adjusts them with the family).
+    """Every finding on every task it names (tests unadjusted: family.py adjusts them with the report's family).
     A finding about a variant against the baseline, on the task's primary metric, holds that task's own
     test object: it is one test, adjusted once, not a second one."""
     analysed = {found.task.key: found for found in tasks}

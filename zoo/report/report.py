@@ -16,20 +16,16 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pandas as pd
-
 from zoo.atomic import write_text_atomic
 from zoo.experiment import Experiment
-from zoo.experiment.floors import current_floor
-from zoo.report import findings as fnd
 from zoo.report import plots
-from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, at_level
-from zoo.report.collect import STATUSES, ReportError, collect, curves, load_records
-from zoo.report.equiv import Matrix, equivalence_matrix, matrix_markdown
+from zoo.report.analysis import TaskAnalysis
+from zoo.report.collect import STATUSES, curves
+from zoo.report.equiv import matrix_markdown
+from zoo.report.study import Report, analyse
 from zoo.report.tables import (
     comparison_rows,
     descriptive_metrics,
@@ -44,121 +40,7 @@ from zoo.report.tables import (
     quality_rows,
     task_metrics,
 )
-from zoo.report.transfer_section import TransferAnalysis, analyse_transfer, transfer_section
-from zoo.rundir import RunError
-from zoo.stats.family import adjust, correct
-from zoo.stats.outcomes import at_level as failures_at_level
-from zoo.stats.transfer import adjusted as adjusted_interaction
-
-
-@dataclass
-class Report:
-    """Everything the markdown says, computed once (the CLI prints its tables too)."""
-
-    experiment: Experiment
-    frame: pd.DataFrame
-    analyst: Analyst
-    tasks: list[TaskAnalysis]
-    matrix: Matrix
-    checks: list[fnd.Check]
-    placebos: list[tuple[str, str, str, Comparison | None]] = field(default_factory=list)  # task, a, b, comparison
-    transfers: list[TransferAnalysis] = field(default_factory=list)
-    family: int = 0  # comparisons adjusted together
-    failure_family: int = 0
-
-
-def analyse(experiment: Experiment, records_root: Path) -> Report:
-    records = load_records(experiment, records_root)
-    frame = collect(experiment, records)
-    floors = {}
-    for task in experiment.config.tasks:
-        try:
-            floors[task.key] = current_floor(experiment, records_root, task)
-        except RunError as err:
-            raise ReportError(str(err)) from None
-    analyst = Analyst(experiment, records, frame, floors)
-    tasks = [analyst.task(task, descriptive_metrics(task)) for task in experiment.config.tasks]
-    matrix = equivalence_matrix(experiment, records)
-    checks = fnd.check(experiment, analyst, matrix, tasks)
-    report = Report(experiment, frame, analyst, tasks, matrix, checks)
-    analysis = experiment.config.analysis
-    report.transfers = [analyse_transfer(transfer, {found.task.key: found for found in tasks}, analysis.alpha,
-                                         analysis.min_seeds) for transfer in experiment.config.transfers]
-    _placebos(report)
-    _correct(report)
-    return report
-
-
-def _placebos(report: Report) -> None:
-    """Pairs that compute one function and train alike: their differences are the experiment's noise."""
-    for found in report.tasks:
-        for a, b in report.matrix.equivalent_pairs():
-            if not report.matrix.alike(a, b):
-                continue
-            if found.collapsed.get(b) == a or found.collapsed.get(a) == b:
-                report.placebos.append((found.task.key, a, b, None))
-                continue
-            if a in found.collapsed or b in found.collapsed:
-                continue  # the same numbers as its representative's pair
-            baseline = report.experiment.config.baseline_label
-            if baseline in (a, b) and (b if a == baseline else a) in found.comparisons:
-                comparison = found.comparisons[b if a == baseline else a]
-            else:
-                comparison = report.analyst.compare(found.task, b, a, found.primary)
-            report.placebos.append((found.task.key, a, b, comparison))
-
-
-def _correct(report: Report) -> None:
-    """One family of tests for the verdicts (every primary comparison and its TOST, every finding's test, every
-    transfer interaction and its TOST), one for instability; p-values adjusted within each (Holm by default),
-    verdicts recomputed. A test that a finding shares with its task (the same object) is counted and adjusted
-    once."""
-    method, alpha = report.experiment.config.analysis.correction, report.experiment.config.analysis.alpha
-    family = _unique([c for found in report.tasks for c in found.comparisons.values()]
-                     + [check.comparison for check in report.checks if check.comparison is not None])
-    equivalences = [c for c in family if c.equivalence is not None and not math.isnan(c.equivalence.p_value)]
-    interactions = [(t, variant) for t in report.transfers for variant in t.rows]
-    tested = [c.result.p_value for c in family] + [c.equivalence.p_value for c in equivalences] \
-        + [t.rows[v].p_value for t, v in interactions] + [t.rows[v].tost_p for t, v in interactions]
-    report.family = sum(not math.isnan(p) for p in tested)
-    adjusted = iter(correct(tested, method))
-    settled = {id(c): replace(c, result=r) for c, r in zip(family, adjust([c.result for c in family], method,
-                                                                          [next(adjusted) for _ in family]))}
-    for c in equivalences:
-        p = next(adjusted)
-        settled[id(c)] = replace(settled[id(c)], equivalence=replace(c.equivalence, p_adjusted=p, equivalent=p < alpha))
-    interaction_p = [next(adjusted) for _ in interactions]
-    for (t, variant), p, tost_p in zip(interactions, interaction_p, [next(adjusted) for _ in interactions]):
-        t.rows[variant] = adjusted_interaction(t.rows[variant], p, tost_p)
-    level = alpha / max(report.family, 1)  # what one rejection needs under the correction (Holm's first step)
-    power = report.experiment.config.analysis.power
-    for found in report.tasks:
-        found.comparisons = {variant: at_level(settled[id(c)], level, found.task.target_effect, power)
-                             for variant, c in found.comparisons.items()}
-    for check in report.checks:
-        if check.comparison is not None:
-            check.comparison = settled[id(check.comparison)]
-    report.placebos = [(task, a, b, settled.get(id(c), c)) for task, a, b, c in report.placebos]
-
-    tests = _unique([t for found in report.tasks for t in found.failure_tests.values()]
-                    + [check.failures for check in report.checks if check.failures is not None])
-    report.failure_family = sum(not math.isnan(t.p_value) for t in tests)
-    adjusted = dict(zip(map(id, tests), correct([t.p_value for t in tests], method)))
-    failure_level = alpha / max(report.failure_family, 1)
-    for found in report.tasks:
-        found.failure_adjusted = {variant: adjusted[id(t)] for variant, t in found.failure_tests.items()}
-        found.failure_tests = {variant: failures_at_level(t, failure_level)
-                               for variant, t in found.failure_tests.items()}
-    for check in report.checks:
-        if check.failures is not None:
-            check.failure_adjusted = adjusted[id(check.failures)]
-            check.failures = failures_at_level(check.failures, failure_level)
-    report.checks = [fnd.settle(check, alpha) for check in report.checks]
-
-
-def _unique(tests: list) -> list:
-    """Each test object once, in first-seen order."""
-    return list({id(t): t for t in tests}.values())
+from zoo.report.transfer_section import transfer_section
 
 
 # -- markdown --------------------------------------------------------------------------------------

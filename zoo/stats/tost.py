@@ -27,7 +27,7 @@ class Equivalence:
     equivalent: bool | None  # None: not enough seeds; in a report, decided on p_adjusted
     n_baseline: int
     n_variant: int
-    p_adjusted: float = math.nan  # after the report's correction, in its family (report.py); NaN until then
+    p_adjusted: float = math.nan  # after a correction over its family (the report adjusts it); NaN until then
 
 
 def tost_from(difference: float, se: float, df: float, margin: float, alpha: float = ALPHA,
