@@ -125,7 +125,7 @@ class Analyst:
                  floors: dict[str, dict] | None = None):
         self.experiment, self.records, self.frame = experiment, records, frame
         self.floors = floors or {}  # task key -> its current floor file (zoo/experiment/floors.py)
-        self.analysis = experiment.config.analysis
+        self.settings = experiment.config.analysis
         self.baseline = experiment.config.baseline_label
         self.labels = [v.label for v in experiment.config.variants]
         self._outcomes: dict[tuple[str, str, int], str] = {}  # asked for by every table, test and finding
@@ -180,10 +180,10 @@ class Analyst:
         prints: dict[str, str] = {}
         collapsed = {}
         for variant in order:
-            found = [self.records.get(variant, task.key, s) for s in self.experiment.config.seeds]
-            if any(r is None or r["status"] == "failed" for r in found):
+            seed_records = [self.records.get(variant, task.key, s) for s in self.experiment.config.seeds]
+            if any(r is None or r["status"] == "failed" for r in seed_records):
                 continue
-            key = "|".join(_fingerprint(r) for r in found)
+            key = "|".join(_fingerprint(r) for r in seed_records)
             if key in prints:
                 collapsed[variant] = prints[key]
             else:
@@ -194,7 +194,7 @@ class Analyst:
     def compare(self, task: TaskEntry, variant: str, reference: str, metric: str) -> Comparison:
         """`variant` against `reference` on `metric` over the seeds each trained (unadjusted p)."""
         higher = higher_is_better(metric)
-        alpha, min_seeds = self.analysis.alpha, self.analysis.min_seeds
+        alpha, min_seeds = self.settings.alpha, self.settings.min_seeds
         seeds_r, seeds_v = self.trained(task, reference), self.trained(task, variant)
         stats_r = [sentence_stats(self.records, reference, task.key, s, metric) for s in seeds_r]
         stats_v = [sentence_stats(self.records, variant, task.key, s, metric) for s in seeds_v]
@@ -217,9 +217,9 @@ class Analyst:
                                                                                     max(min_seeds, MIN_SEEDS))
         sd_r = float(np.std(base, ddof=1)) if len(base) > 1 else math.nan
         sd_v = float(np.std(other, ddof=1)) if len(other) > 1 else math.nan
-        needed = seeds_needed(sd_r, sd_v, task.target_effect, alpha, self.analysis.power) \
+        needed = seeds_needed(sd_r, sd_v, task.target_effect, alpha, self.settings.power) \
             if enough and primary else None
-        mde = _mde(result, alpha, self.analysis.power) if enough else math.nan
+        mde = _mde(result, alpha, self.settings.power) if enough else math.nan
         return Comparison(task.key, variant, reference, metric, result,
                           prob_better(base, other, higher) if enough else math.nan,
                           eps_min(self.finished_values(task, variant, metric),
@@ -244,42 +244,42 @@ class Analyst:
 
     def task(self, task: TaskEntry, descriptive_metrics: list[str]) -> TaskAnalysis:
         labels = self.labels
-        found = TaskAnalysis(task, task.primary_metric,
+        analysis = TaskAnalysis(task, task.primary_metric,
                              {v: {s: self.outcome(v, task, s) for s in self.experiment.config.seeds} for v in labels},
                              self.collapse(task))
         floor = self.floors.get(task.key)
         if floor is not None:
-            found.floors = {name: float(system["test"][task.primary_metric])
+            analysis.floors = {name: float(system["test"][task.primary_metric])
                             for name, system in floor["systems"].items() if task.primary_metric in system["test"]}
-        found.below_floor = self.below_floor(task, found.floors)
-        alpha = self.analysis.alpha
+        analysis.below_floor = self.below_floor(task, analysis.floors)
+        alpha = self.settings.alpha
         for variant in labels:
-            outcomes = list(found.outcomes[variant].values())
-            found.instability[variant] = oc.instability_rate(outcomes, alpha=alpha)
+            outcomes = list(analysis.outcomes[variant].values())
+            analysis.instability[variant] = oc.instability_rate(outcomes, alpha=alpha)
             steps, reached = [], []
             if task.threshold is not None:
                 for seed in self.experiment.config.seeds:
-                    if found.outcomes[variant][seed] in oc.FINISHED:
+                    if analysis.outcomes[variant][seed] in oc.FINISHED:
                         step, hit = oc.first_reach(*self.eval_curve(variant, task, seed, task.primary_metric),
                                                    task.threshold, higher_is_better(task.primary_metric))
                         if not math.isnan(step):
                             steps.append(step)
                             reached.append(hit)
-                found.survival[variant] = oc.time_to_threshold(steps, reached, alpha)
-                found.reach[variant] = (steps, reached)
-            found.curve_area[variant] = self.values(task, variant, "curve_area")
-        base = found.instability[self.baseline]
+                analysis.survival[variant] = oc.time_to_threshold(steps, reached, alpha)
+                analysis.reach[variant] = (steps, reached)
+            analysis.curve_area[variant] = self.values(task, variant, "curve_area")
+        base = analysis.instability[self.baseline]
         for variant in labels:
-            if variant == self.baseline or variant in found.collapsed or found.below_floor:
+            if variant == self.baseline or variant in analysis.collapsed or analysis.below_floor:
                 continue
-            mine = found.instability[variant]
-            found.failure_tests[variant] = oc.compare_failures(base.count, base.n, mine.count, mine.n, alpha)
+            mine = analysis.instability[variant]
+            analysis.failure_tests[variant] = oc.compare_failures(base.count, base.n, mine.count, mine.n, alpha)
             if task.threshold is not None:
-                found.logrank[variant] = oc.logrank(*found.reach[self.baseline], *found.reach[variant])
-            found.comparisons[variant] = self.compare(task, variant, self.baseline, task.primary_metric)
-            found.descriptive[variant] = {m: self.compare(task, variant, self.baseline, m).result
+                analysis.logrank[variant] = oc.logrank(*analysis.reach[self.baseline], *analysis.reach[variant])
+            analysis.comparisons[variant] = self.compare(task, variant, self.baseline, task.primary_metric)
+            analysis.descriptive[variant] = {m: self.compare(task, variant, self.baseline, m).result
                                           for m in descriptive_metrics if m != task.primary_metric}
-        return found
+        return analysis
 
 
 def at_level(comparison: Comparison, level: float, target: float, power: float = POWER) -> Comparison:

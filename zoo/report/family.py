@@ -28,11 +28,11 @@ Placebo = tuple[str, str, str, Comparison | None]  # task, a, b, their compariso
 
 
 def adjust_verdicts(tasks: list[TaskAnalysis], checks: list[Check], placebos: list[Placebo],
-                    transfers: list[TransferAnalysis], analysis: Analysis) -> tuple[int, list[Placebo]]:
+                    transfers: list[TransferAnalysis], settings: Analysis) -> tuple[int, list[Placebo]]:
     """Adjust the verdicts' family in place (tasks' comparisons, findings' tests, transfer rows); returns the
     family's size and the placebos with the adjusted comparisons they share."""
-    method, alpha = analysis.correction, analysis.alpha
-    family = _unique([c for found in tasks for c in found.comparisons.values()]
+    method, alpha = settings.correction, settings.alpha
+    family = _unique([c for analysis in tasks for c in analysis.comparisons.values()]
                      + [check.comparison for check in checks if check.comparison is not None])
     equivalences = [c for c in family if c.equivalence is not None and not math.isnan(c.equivalence.p_value)]
     interactions = [(t, variant) for t in transfers for variant in t.rows]
@@ -49,25 +49,25 @@ def adjust_verdicts(tasks: list[TaskAnalysis], checks: list[Check], placebos: li
     for (t, variant), p, tost_p in zip(interactions, interaction_p, [next(adjusted) for _ in interactions]):
         t.rows[variant] = adjusted_interaction(t.rows[variant], p, tost_p)
     level = alpha / max(size, 1)  # what one rejection needs under the correction (Holm's first step)
-    for found in tasks:
-        found.comparisons = {variant: at_level(settled[id(c)], level, found.task.target_effect, analysis.power)
-                             for variant, c in found.comparisons.items()}
+    for analysis in tasks:
+        analysis.comparisons = {variant: at_level(settled[id(c)], level, analysis.task.target_effect, settings.power)
+                                for variant, c in analysis.comparisons.items()}
     for check in checks:
         if check.comparison is not None:
             check.comparison = settled[id(check.comparison)]
     return size, [(task, a, b, settled.get(id(c), c)) for task, a, b, c in placebos]
 
 
-def adjust_instability(tasks: list[TaskAnalysis], checks: list[Check], analysis: Analysis) -> int:
+def adjust_instability(tasks: list[TaskAnalysis], checks: list[Check], settings: Analysis) -> int:
     """Adjust the instability family in place (tasks' failure tests, findings' failure tests); returns its size."""
-    tests = _unique([t for found in tasks for t in found.failure_tests.values()]
+    tests = _unique([t for analysis in tasks for t in analysis.failure_tests.values()]
                     + [check.failures for check in checks if check.failures is not None])
     size = sum(not math.isnan(t.p_value) for t in tests)
-    adjusted = dict(zip(map(id, tests), correct([t.p_value for t in tests], analysis.correction)))
-    level = analysis.alpha / max(size, 1)
-    for found in tasks:
-        found.failure_adjusted = {variant: adjusted[id(t)] for variant, t in found.failure_tests.items()}
-        found.failure_tests = {variant: failures_at_level(t, level) for variant, t in found.failure_tests.items()}
+    adjusted = dict(zip(map(id, tests), correct([t.p_value for t in tests], settings.correction)))
+    level = settings.alpha / max(size, 1)
+    for analysis in tasks:
+        analysis.failure_adjusted = {variant: adjusted[id(t)] for variant, t in analysis.failure_tests.items()}
+        analysis.failure_tests = {variant: failures_at_level(t, level) for variant, t in analysis.failure_tests.items()}
     for check in checks:
         if check.failures is not None:
             check.failure_adjusted = adjusted[id(check.failures)]

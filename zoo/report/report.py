@@ -46,19 +46,19 @@ from zoo.report.transfer_section import transfer_section
 # -- markdown --------------------------------------------------------------------------------------
 def provenance(report: Report) -> list[str]:
     """Where the runs trained, from their records (the report's own machine is on its first line)."""
-    found = report.analyst.records.found.values()
-    count = lambda key: Counter(md_text((r.get("provenance") or {}).get(key, "unknown")) for r in found)  # noqa: E731
-    devices = Counter(md_text((r.get("summary") or {}).get("device", "unknown")) for r in found)
-    shared = max(((r.get("provenance") or {}).get("concurrent_runs") or 1 for r in found), default=1)
-    signatures = sorted({md_text(sig) for r in found for sig in (r.get("signatures") or {}).values()})
+    records = report.analyst.records.by_cell.values()
+    count = lambda key: Counter(md_text((r.get("provenance") or {}).get(key, "unknown")) for r in records)  # noqa: E731
+    devices = Counter(md_text((r.get("summary") or {}).get("device", "unknown")) for r in records)
+    shared = max(((r.get("provenance") or {}).get("concurrent_runs") or 1 for r in records), default=1)
+    signatures = sorted({md_text(sig) for r in records for sig in (r.get("signatures") or {}).values()})
     join = lambda counter: ", ".join(f"{k} ({n} runs)" for k, n in sorted(counter.items()))  # noqa: E731
-    lines = [f"- {len(found)} records; zoo {join(count('zoo'))}; commit {join(count('commit'))}",
+    lines = [f"- {len(records)} records; zoo {join(count('zoo'))}; commit {join(count('commit'))}",
              f"- PyTorch {join(count('torch'))}, Python {join(count('python'))}",
              f"- trained on: {join(devices)}; CPU {join(count('cpu'))}",
              f"- runs sharing the machine at once: up to {shared}"
              + (" (training throughput therefore measures the shared machine, not the variant; it gets no verdict, "
                 "and `zoo bench` measures speed in isolation)" if shared > 1 else "")]
-    copied = Counter(md_text(Path(r["provenance"]["copied_from"]).parts[0]) for r in found
+    copied = Counter(md_text(Path(r["provenance"]["copied_from"]).parts[0]) for r in records
                      if (r.get("provenance") or {}).get("copied_from"))
     if copied:
         lines.append(f"- {sum(copied.values())} records copied from another experiment's records of the same "
@@ -109,40 +109,40 @@ def stall_rule(task, primary: str) -> str:
     return "stalled = complete but " + " or ".join(parts)
 
 
-def task_section(report: Report, found: TaskAnalysis, out_dir: Path) -> list[str]:
-    experiment, task = report.experiment, found.task
-    analysis = experiment.config.analysis
+def task_section(report: Report, analysis: TaskAnalysis, out_dir: Path) -> list[str]:
+    experiment, task = report.experiment, analysis.task
+    settings = experiment.config.analysis
     metrics = task_metrics(task)
     kind = {"text": "translation"}.get(task.task_class.kind, task.task_class.kind)
     own, differ = budgets(experiment, task)
     lines = [f"## Task `{task.key}`", "",
-             f"`{task.name}` ({kind}). Primary metric: **test {label(found.primary)}**; "
-             + stall_rule(task, found.primary)
+             f"`{task.name}` ({kind}). Primary metric: **test {label(analysis.primary)}**; "
+             + stall_rule(task, analysis.primary)
              + (f"; equivalence margin ±{task.margin:g}" if task.margin is not None else "; no equivalence margin")
              + f". Baseline: **{experiment.config.baseline_label}**. Trained at {own}"
              + (f" ({experiment.config.baseline_label}'s budget; {', '.join(differ)})" if differ else "")
              + ", each budget with its own schedule: every verdict below holds at this budget only.", "",
-             *floor_lines(report, found),
-             "### Outcomes", "", md_table(*outcome_rows(experiment, found)), "",
+             *floor_lines(report, analysis),
+             "### Outcomes", "", md_table(*outcome_rows(experiment, analysis)), "",
              "### Quality (trained seeds only)", "",
-             f"Mean [95% CI over seeds]; fewer than {analysis.min_seeds} trained seeds show each seed's value. "
+             f"Mean [95% CI over seeds]; fewer than {settings.min_seeds} trained seeds show each seed's value. "
              "* = interval clipped to the metric's range.", "",
-             md_table(*quality_rows(experiment, found, report.frame, metrics, report.analyst)), ""]
-    collapsed = [f"{v} ≡ {w}" for v, w in found.collapsed.items()]
+             md_table(*quality_rows(experiment, analysis, report.frame, metrics, report.analyst)), ""]
+    collapsed = [f"{v} ≡ {w}" for v, w in analysis.collapsed.items()]
     if collapsed:
         lines += ["Bit-identical at every logged step and in every test output, for every seed (one set of numbers, "
                   "not a second sample; not tested against each other): " + "; ".join(collapsed) + ".", ""]
-    if found.comparisons:
-        lines += [f"### Against {experiment.config.baseline_label} on {label(found.primary)}"
+    if analysis.comparisons:
+        lines += [f"### Against {experiment.config.baseline_label} on {label(analysis.primary)}"
                   + ("" if differ else f" at {own}") + " (the verdicts)", "",
-                  md_table(*comparison_rows(experiment, found)), "", *confound_lines(report, found)]
+                  md_table(*comparison_rows(experiment, analysis)), "", *confound_lines(report, analysis)]
         lines += ["Other metrics, descriptive (difference [95% CI], no verdicts):", "",
-                  md_table(*descriptive_rows(found, descriptive_metrics(task))), ""]
+                  md_table(*descriptive_rows(analysis, descriptive_metrics(task))), ""]
     stem = plots.file_stem(task.key)
-    figures = [("test metric per seed", plots.seed_values(experiment, found, report.analyst,
+    figures = [("test metric per seed", plots.seed_values(experiment, analysis, report.analyst,
                                                           out_dir / "plots" / f"{stem}-seeds.png"))]
-    if found.comparisons:
-        figures.append(("effects", plots.effects(experiment, found, out_dir / "plots" / f"{stem}-effects.png")))
+    if analysis.comparisons:
+        figures.append(("effects", plots.effects(experiment, analysis, out_dir / "plots" / f"{stem}-effects.png")))
     logged = curves(report.analyst.records)
     figures.append(("learning curves", plots.learning_curves(experiment, task, logged,
                                                              out_dir / "plots" / f"{stem}-curves.png")))
@@ -151,15 +151,15 @@ def task_section(report: Report, found: TaskAnalysis, out_dir: Path) -> list[str
     return lines
 
 
-def confound_lines(report: Report, found: TaskAnalysis) -> list[str]:
+def confound_lines(report: Report, analysis: TaskAnalysis) -> list[str]:
     """Variants whose trainable parameter count differs from the baseline's: their verdicts compare capacity too."""
-    rows = report.frame[(report.frame.task == found.task.key) & report.frame.parameters.notna()]
+    rows = report.frame[(report.frame.task == analysis.task.key) & report.frame.parameters.notna()]
     counts = rows.groupby("variant").parameters.median()
     baseline = counts.get(report.experiment.config.baseline_label)
     if baseline is None or not baseline:
         return []
     differ = [f"{variant} {int(n - baseline):+,} ({(n - baseline) / baseline:+.1%})"
-              for variant, n in counts.items() if variant in found.comparisons and n != baseline]
+              for variant, n in counts.items() if variant in analysis.comparisons and n != baseline]
     if not differ:
         return []
     return [f"Parameter confounds (trainable parameters against {report.experiment.config.baseline_label}'s "
@@ -181,16 +181,16 @@ def budgets(experiment: Experiment, task) -> tuple[str, list[str]]:
     return own, [f"{variant} at {b}" for variant, b in others.items() if b != own]
 
 
-def floor_lines(report: Report, found: TaskAnalysis) -> list[str]:
+def floor_lines(report: Report, analysis: TaskAnalysis) -> list[str]:
     """The task's trivial floors, and the line that replaces its verdicts when the baseline does not clear them."""
-    if found.floors is None:
+    if analysis.floors is None:
         return [f"Trivial floors: none recorded (`zoo floors {os.path.relpath(report.experiment.path)}` scores "
                 "them), so the verdicts are not checked against what doing nothing scores.", ""]
-    scores = ", ".join(f"{name} {value:.2f}" for name, value in found.floors.items())
+    scores = ", ".join(f"{name} {value:.2f}" for name, value in analysis.floors.items())
     lines = [f"Trivial floors (systems that learn nothing, scored like the models on test "
-             f"{label(found.primary)}): {scores}."]
-    if found.below_floor:
-        lines[0] += f" **No verdicts on this task**: {found.below_floor}."
+             f"{label(analysis.primary)}): {scores}."]
+    if analysis.below_floor:
+        lines[0] += f" **No verdicts on this task**: {analysis.below_floor}."
     return [*lines, ""]
 
 
@@ -307,8 +307,8 @@ def build_report(experiment: Experiment, records_root: Path, out_dir: Path, comm
                   "p-values.", "", md_table(*overview_rows(experiment, report.tasks, report.analyst)), ""]
         png = plots.instability(experiment, report.tasks, out_dir / "plots" / "instability.png")
         lines += [f"![unstable runs per task]({png.relative_to(out_dir).as_posix()})", ""]
-    for found in report.tasks:
-        lines += task_section(report, found, out_dir)
+    for analysis in report.tasks:
+        lines += task_section(report, analysis, out_dir)
     if report.transfers:
         lines += ["## Transfer between tasks", "",
                   *transfer_section(report.transfers, config.name, config.analysis.min_seeds, out_dir,

@@ -53,31 +53,31 @@ def analyse(experiment: Experiment, records_root: Path) -> Report:
     matrix = equivalence_matrix(experiment, records)
     checks = fnd.check(experiment, analyst, matrix, tasks)
     report = Report(experiment, frame, analyst, tasks, matrix, checks)
-    analysis = experiment.config.analysis
-    report.transfers = [analyse_transfer(transfer, {found.task.key: found for found in tasks}, analysis.alpha,
-                                         analysis.min_seeds) for transfer in experiment.config.transfers]
-    report.family, report.placebos = adjust_verdicts(tasks, checks, _placebos(report), report.transfers, analysis)
-    report.failure_family = adjust_instability(tasks, checks, analysis)
-    report.checks = [fnd.settle(check, analysis.alpha) for check in checks]
+    settings = experiment.config.analysis
+    report.transfers = [analyse_transfer(transfer, {analysis.task.key: analysis for analysis in tasks}, settings.alpha,
+                                         settings.min_seeds) for transfer in experiment.config.transfers]
+    report.family, report.placebos = adjust_verdicts(tasks, checks, _placebos(report), report.transfers, settings)
+    report.failure_family = adjust_instability(tasks, checks, settings)
+    report.checks = [fnd.settle(check, settings.alpha) for check in checks]
     return report
 
 
 def _placebos(report: Report) -> list[Placebo]:
     """Pairs that compute one function and train alike: their differences are the experiment's noise."""
     placebos = []
-    for found in report.tasks:
+    for analysis in report.tasks:
         for a, b in report.matrix.equivalent_pairs():
             if not report.matrix.alike(a, b):
                 continue
-            if found.collapsed.get(b) == a or found.collapsed.get(a) == b:
-                placebos.append((found.task.key, a, b, None))
+            if analysis.collapsed.get(b) == a or analysis.collapsed.get(a) == b:
+                placebos.append((analysis.task.key, a, b, None))
                 continue
-            if a in found.collapsed or b in found.collapsed:
+            if a in analysis.collapsed or b in analysis.collapsed:
                 continue  # the same numbers as its representative's pair
             baseline = report.experiment.config.baseline_label
-            if baseline in (a, b) and (b if a == baseline else a) in found.comparisons:
-                comparison = found.comparisons[b if a == baseline else a]
+            if baseline in (a, b) and (b if a == baseline else a) in analysis.comparisons:
+                comparison = analysis.comparisons[b if a == baseline else a]
             else:
-                comparison = report.analyst.compare(found.task, b, a, found.primary)
-            placebos.append((found.task.key, a, b, comparison))
+                comparison = report.analyst.compare(analysis.task, b, a, analysis.primary)
+            placebos.append((analysis.task.key, a, b, comparison))
     return placebos

@@ -39,9 +39,9 @@ def analyse_transfer(transfer: Transfer, tasks: dict[str, TaskAnalysis], alpha: 
     if first.primary != second.primary:
         analysis.skipped = f"the tasks' primary metrics differ ({first.primary}, {second.primary})"
         return analysis
-    for found in (first, second):
-        if found.below_floor:
-            analysis.skipped = f"`{found.task.key}` gets no verdicts: {found.below_floor}"
+    for side in (first, second):
+        if side.below_floor:
+            analysis.skipped = f"`{side.task.key}` gets no verdicts: {side.below_floor}"
             return analysis
     margin = second.task.margin if second.task.margin is not None else first.task.margin
     for variant in [v for v in first.comparisons if v in second.comparisons]:
