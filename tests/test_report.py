@@ -275,7 +275,7 @@ def test_a_stale_record_is_listed_and_never_counted(fake, tmp_path):
 def test_a_zero_stall_floor_counts_every_complete_run_in_quality(fake, tmp_path):
     """floor 0 (a study of what each variant delivers, where learning nothing is a score): linear's seed 5,
     stalled under the default floor, counts at its score; the records are the same (a report setting)."""
-    from zoo.report.report import stall_rule
+    from zoo.report.sections.task import stall_rule
 
     _, root = fake
     path = tmp_path / "fake.toml"
@@ -295,7 +295,7 @@ def test_cells_not_run_yet_are_summarised_per_task(fake, tmp_path):
     experiment, root = fake
     import shutil
 
-    from zoo.report.report import grid_status
+    from zoo.report.sections.grid import grid_status
 
     copy = tmp_path / "records"
     shutil.copytree(root, copy)
@@ -510,7 +510,7 @@ def test_a_task_whose_baseline_does_not_clear_its_trivial_floor_gets_no_verdicts
 
 
 def test_every_parameter_confound_is_labelled_under_the_verdicts(report, tmp_path):
-    from zoo.report.report import confound_lines
+    from zoo.report.sections.task import confound_lines
 
     (line, _) = confound_lines(report, report.tasks[0])
     assert "against linear's 1,000" in line and "prenorm +1 (+0.1%)" in line

@@ -19,7 +19,7 @@ from dataclasses import replace
 from zoo.experiment.config import Analysis
 from zoo.report.analysis import Comparison, TaskAnalysis, at_level
 from zoo.report.findings import Check
-from zoo.report.transfer_section import TransferAnalysis
+from zoo.report.transfer import TransferAnalysis
 from zoo.stats.family import adjust, correct
 from zoo.stats.outcomes import at_level as failures_at_level
 from zoo.stats.transfer import adjusted as adjusted_interaction

@@ -18,7 +18,7 @@ from zoo.report.collect import ReportError, collect, load_records
 from zoo.report.equiv import Matrix, equivalence_matrix
 from zoo.report.family import Placebo, adjust_instability, adjust_verdicts
 from zoo.report.tables import descriptive_metrics
-from zoo.report.transfer_section import TransferAnalysis, analyse_transfer
+from zoo.report.transfer import TransferAnalysis, analyse_transfer
 from zoo.rundir import RunError
 
 
