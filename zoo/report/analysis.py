@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -286,8 +286,6 @@ def at_level(comparison: Comparison, level: float, target: float, power: float =
     """A primary comparison with 'detectable Δ' and 'seeds for ±target' computed at `level` (the level the
     report's correction makes a single rejection need) from one variance model: the comparison's own standard
     error, whose seed part shrinks with more seeds and whose test-set part (corpus metrics) does not."""
-    from dataclasses import replace
-
     result = comparison.result
     if result.verdict == FEW:
         return comparison

@@ -21,7 +21,7 @@ from zoo import metrics  # noqa: E402
 from zoo.experiment import Experiment  # noqa: E402
 from zoo.experiment.config import TaskEntry  # noqa: E402
 from zoo.report.analysis import Analyst, TaskAnalysis  # noqa: E402
-from zoo.report.tables import label  # noqa: E402
+from zoo.report.tables import label, verdict_text  # noqa: E402
 from zoo.stats.intervals import mean_half_width  # noqa: E402
 
 DPI = 110
@@ -120,8 +120,6 @@ def effects(experiment: Experiment, analysis: TaskAnalysis, path: Path) -> Path:
     """Forest plots against the baseline: the primary metric's difference with its 95% CI and the
     equivalence margin as a band (left); the difference in the share of unstable runs with its
     Newcombe interval (right). Labels carry the verdicts."""
-    from zoo.report.tables import verdict_text
-
     task = analysis.task
     rows = list(analysis.comparisons.items())
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 1.6 + 0.5 * max(len(rows), 1)), sharey=True)
