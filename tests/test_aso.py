@@ -1,10 +1,10 @@
-"""zoo.report.aso against deepsig 1.2.8 (reference values computed with deepsig.aso(a, b, seed=...))."""
+"""zoo.stats.aso against deepsig 1.2.8 (reference values computed with deepsig.aso(a, b, seed=...))."""
 
 import math
 
 import pytest
 
-from zoo.report.aso import ASO_MIN_SEEDS, eps_min
+from zoo.stats.aso import ASO_MIN_SEEDS, eps_min
 
 REFERENCE = [  # (variant, baseline, seed, deepsig.aso(variant, baseline, seed=seed, show_progress=False))
     ([21.5, 22.0, 23.1, 21.9, 22.8], [20.1, 21.0, 19.5, 22.3, 20.8], 1234, 0.04626796994627536),

@@ -19,9 +19,10 @@ import os
 import numpy as np
 import pytest
 
-from zoo.report.corpus import compare_corpus
-from zoo.report.inference import compare_seeds, tost
-from zoo.report.outcomes import compare_failures
+from zoo.stats.corpus import compare_corpus
+from zoo.stats.outcomes import compare_failures
+from zoo.stats.seeds import compare_seeds
+from zoo.stats.tost import tost
 
 ALPHA = 0.05
 RUNS = 2000 if os.environ.get("ZOO_CALIBRATION") == "long" else 300

@@ -1,4 +1,4 @@
-"""zoo.report.corpus: seed + sentence inference on simulated sentence statistics, and real sacreBLEU."""
+"""zoo.stats.corpus: seed + sentence inference on simulated sentence statistics, and real sacreBLEU."""
 
 import numpy as np
 import pytest
@@ -6,8 +6,9 @@ from sacrebleu.metrics import BLEU
 
 from zoo.data.text import TextTask
 from zoo.experiment.record import sentence_statistics
-from zoo.report.corpus import TEST_SET_ONLY, compare_corpus, corpus_tost, resampled_scores, sentence_bootstrap
-from zoo.report.stats import FEW, resample_counts
+from zoo.stats import FEW
+from zoo.stats.corpus import TEST_SET_ONLY, compare_corpus, corpus_tost, resampled_scores, sentence_bootstrap
+from zoo.stats.resample import resample_counts
 
 ALPHA = 0.05
 

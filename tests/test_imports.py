@@ -14,8 +14,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 import zoo
 
 ROOT = Path(zoo.__file__).parent
@@ -153,13 +151,6 @@ def test_cycles_are_found():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-# Broken on the report's own branch (issue 22's report rewrite); delete this once both branches are merged.
-ELSEWHERE = [["zoo.report.inference", "zoo.report.power"]]
-
-
 def test_zoo_has_no_import_cycle():
-    found = cycles(graph())
-    said = "import cycles:\n" + "\n".join("  " + " <-> ".join(component) for component in found)
-    if found and all(component in ELSEWHERE for component in found):
-        pytest.xfail(said + "\n(only those another branch breaks)")
-    assert not found, said
+    loops = cycles(graph())
+    assert not loops, "import cycles:\n" + "\n".join("  " + " <-> ".join(component) for component in loops)

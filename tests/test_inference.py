@@ -1,4 +1,4 @@
-"""Known answers and simulated error rates for zoo.report.inference and zoo.report.power."""
+"""Known answers and simulated error rates for zoo.stats (seeds, welch, family, tost) and zoo.stats.power."""
 
 import math
 
@@ -6,20 +6,12 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from zoo.report.inference import (
-    MIN_SEEDS,
-    WELCH_PERMUTATION,
-    adjust,
-    benjamini_hochberg,
-    compare_seeds,
-    holm,
-    permutation_p,
-    prob_better,
-    tost,
-    welch_arrays,
-)
-from zoo.report.power import detectable, minimum_detectable_effect, power_of, seeds_needed
-from zoo.report.stats import BETTER, FEW, SAME, WORSE
+from zoo.stats import BETTER, FEW, SAME, WORSE
+from zoo.stats.family import adjust, benjamini_hochberg, holm
+from zoo.stats.power import detectable, minimum_detectable_effect, power_of, seeds_needed
+from zoo.stats.seeds import WELCH_PERMUTATION, compare_seeds, prob_better
+from zoo.stats.tost import tost
+from zoo.stats.welch import MIN_SEEDS, permutation_p, welch_arrays
 
 ALPHA = 0.05
 EXPERIMENTS = 4000  # null FPR estimate has sd ~0.0035, so "<= alpha + 0.02" is a ~6 sd margin
@@ -167,7 +159,7 @@ def test_detectable_survives_scipys_nan_lower_tail():
     for the detectable difference passes; the answer must still be the ncp reaching 80% power."""
     from scipy import stats as st
 
-    from zoo.report.power import detectable
+    from zoo.stats.power import detectable
 
     se, df = 1.438401703720846, 3.0445721048038075
     found = detectable(se, df)

@@ -1,4 +1,4 @@
-"""zoo.report.outcomes: known answers."""
+"""zoo.stats.outcomes: known answers."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from zoo.report.outcomes import (
+from zoo.stats.outcomes import (
     COMPLETE,
     DIVERGED,
     FAILED,
@@ -101,7 +101,7 @@ def test_late_change_is_the_move_over_the_last_quarter():
 def test_fisher_power_and_the_detectable_rise_by_hand():
     """0/6 against k/6: Fisher rejects at 5/6 (p 0.015), not at 4/6 (p 0.061), so the power at rate r is
     P(k >= 5) = r^6 + 6 r^5 (1 - r), which first reaches 80% at r = 0.87."""
-    from zoo.report.outcomes import detectable_rise, fisher_power
+    from zoo.stats.outcomes import detectable_rise, fisher_power
 
     for r in (0.5, 0.87, 0.95):
         assert fisher_power(0.0, r, 6, 6) == pytest.approx(r**6 + 6 * r**5 * (1 - r))

@@ -275,7 +275,7 @@ def test_a_stale_record_is_listed_and_never_counted(fake, tmp_path):
 def test_a_zero_stall_floor_counts_every_complete_run_in_quality(fake, tmp_path):
     """floor 0 (a study of what each variant delivers, where learning nothing is a score): linear's seed 5,
     stalled under the default floor, counts at its score; the records are the same (a report setting)."""
-    from zoo.report.report import stall_rule
+    from zoo.report.sections.task import stall_rule
 
     _, root = fake
     path = tmp_path / "fake.toml"
@@ -295,7 +295,7 @@ def test_cells_not_run_yet_are_summarised_per_task(fake, tmp_path):
     experiment, root = fake
     import shutil
 
-    from zoo.report.report import grid_status
+    from zoo.report.sections.grid import grid_status
 
     copy = tmp_path / "records"
     shutil.copytree(root, copy)
@@ -420,7 +420,7 @@ def test_a_run_is_judged_stalled_on_the_tasks_declared_primary_metric():
     run of such a task apart as stalled."""
     from zoo.experiment.config import TaskEntry
     from zoo.report.collect import read_row
-    from zoo.report.outcomes import StallRule, classify_run
+    from zoo.stats.outcomes import StallRule, classify_run
 
     task = TaskEntry(name="wmt-ende-10k:en-de", primary="chrf")
     record = {"status": "complete", "summary": {}, "final": {"bleu": 1.41, "chrf": 18.94}}
@@ -510,7 +510,7 @@ def test_a_task_whose_baseline_does_not_clear_its_trivial_floor_gets_no_verdicts
 
 
 def test_every_parameter_confound_is_labelled_under_the_verdicts(report, tmp_path):
-    from zoo.report.report import confound_lines
+    from zoo.report.sections.task import confound_lines
 
     (line, _) = confound_lines(report, report.tasks[0])
     assert "against linear's 1,000" in line and "prenorm +1 (+0.1%)" in line
@@ -562,8 +562,8 @@ def test_strings_from_records_cannot_reshape_the_report(fake, tmp_path):
 
 
 def test_an_interval_that_disagrees_with_fishers_test_is_said_so():
-    from zoo.report.outcomes import compare_failures
     from zoo.report.tables import disagreement
+    from zoo.stats.outcomes import compare_failures
 
     test = compare_failures(0, 6, 4, 6)  # the audit's table: p 0.061, interval [+13, +90]
     assert 0.05 < test.p_value < 0.07 and test.ci_low > 0
@@ -580,7 +580,7 @@ def test_a_quality_verdict_among_trained_seeds_says_so(report):
 
 
 def test_aso_sees_every_run_that_trained_to_the_end_stalled_ones_included(report):
-    from zoo.report.aso import eps_min
+    from zoo.stats.aso import eps_min
 
     comparison = report.tasks[0].comparisons["conv1d"]
     assert comparison.result.n_baseline == 5  # the quality test: trained seeds only
@@ -592,8 +592,8 @@ def test_aso_sees_every_run_that_trained_to_the_end_stalled_ones_included(report
 def test_power_numbers_are_at_the_level_the_corrected_test_uses():
     """14 Holm-corrected 5 v 5 Fisher tests: the smallest p a table can give (0.0079) is above 0.05 / 14, so no
     test can reject, and the row says so instead of printing a detectable rise."""
-    from zoo.report.outcomes import at_level, compare_failures
     from zoo.report.tables import fmt_rise
+    from zoo.stats.outcomes import at_level, compare_failures
 
     test = at_level(compare_failures(0, 5, 3, 5), 0.05 / 14)
     assert test.cannot_reject and "cannot reject after correction" in fmt_rise(test)

@@ -128,7 +128,8 @@ def test_changed_variant_overrides_are_stale_and_an_interrupted_cell_restarts_cl
 def test_a_cell_another_experiment_recorded_is_copied_not_trained(tmp_path):
     """`--reuse-from`: cells of the same definition take the other experiment's record, named in their
     provenance; a cell whose definition differs in anything (here: its seed's training) is trained."""
-    from zoo.report.report import analyse, provenance
+    from zoo.report.sections.provenance import provenance
+    from zoo.report.study import analyse
 
     pilot = tmp_path / "pilot"
     pilot.mkdir()

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from zoo.report.transfer import (
+from zoo.stats.transfer import (
     CHANGES,
     FEW,
     HOLDS,

@@ -44,6 +44,7 @@ from zoo.errors import DataError, SpecError, ZooError
 from zoo.experiment.store import check_name
 from zoo.plugins import PluginError, load_all
 from zoo.spec import ModelSpec, load_spec
+from zoo.stats import ALPHA
 from zoo.train import TrainConfig, check_fits
 
 
@@ -142,7 +143,7 @@ class Analysis(BaseModel):
     """How the report judges: the significance level, the correction and the least seeds for a verdict."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-    alpha: Number = Field(0.05, gt=0, lt=0.5, description="significance level of the verdicts: with holm the "
+    alpha: Number = Field(ALPHA, gt=0, lt=0.5, description="significance level of the verdicts: with holm the "
                                                           "family-wise error rate, with benjamini-hochberg the "
                                                           "false discovery rate")
     correction: Literal["holm", "benjamini-hochberg"] = Field(

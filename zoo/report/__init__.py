@@ -4,12 +4,15 @@ power, placebo calibration, the equivalence matrix, findings checked where they 
     path, report = build_report(experiment, Path("reports/quickstart/records"), Path("reports/quickstart"),
                                 "zoo report quickstart")
 
-Files: collect.py (records -> tables), analysis.py (outcomes and comparisons per task), inference.py,
-corpus.py, power.py, aso.py, outcomes.py (the statistics), findings.py, equiv.py (equivalence matrix),
-tables.py (formatting), plots.py, report.py (report.md).
+Two layers. The statistics are zoo/stats/, which imports nothing from zoo. Here: collect.py (records ->
+tables), analysis.py (outcomes and comparisons per task), findings.py, equiv.py (equivalence matrix),
+transfer.py (effects on two tasks), family.py (the families of tests, adjusted together), study.py (the whole
+experiment's analysis, adjusted), then the writer: tables.py (formatting), plots.py, sections/ (one file per
+section of report.md, with its plots) and report.py (lists the sections in order, writes report.md).
 """
 
 from zoo.report.collect import ReportError, collect, load_records
-from zoo.report.report import analyse, build_report
+from zoo.report.report import build_report
+from zoo.report.study import analyse
 
 __all__ = ["ReportError", "analyse", "build_report", "collect", "load_records"]

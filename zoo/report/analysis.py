@@ -2,7 +2,7 @@
 
 The seed is the unit of evidence. For each task:
 
-- every run gets an outcome (zoo/report/outcomes.py): complete, stalled (trained to the end without
+- every run gets an outcome (zoo/stats/outcomes.py): complete, stalled (trained to the end without
   learning: the primary validation metric ended below the task's floor, or did not improve for
   `patience` evaluations), diverged, failed; stale and missing cells count for nothing;
 - instability (stalled + diverged among finished runs) per variant, with a Clopper–Pearson interval,
@@ -10,11 +10,11 @@ The seed is the unit of evidence. For each task:
 - quality statistics use the complete runs only;
 - variants whose logged metrics are bit-identical to another's at every step, for every seed, are
   collapsed into that variant's row: they are one set of numbers, not two samples;
-- the primary metric gets a comparison per variant (zoo/report/inference.py for per-seed metrics,
-  zoo/report/corpus.py for corpus metrics, which adds test-sentence variation to seed variation),
+- the primary metric gets a comparison per variant (zoo/stats/seeds.py for per-seed metrics,
+  zoo/stats/corpus.py for corpus metrics, which adds test-sentence variation to seed variation),
   the other metrics a difference with its interval and nothing more.
 
-Verdicts are only given after the report adjusts p-values over its whole family (report.py).
+Verdicts are only given after p-values are adjusted over the report's whole family (family.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -30,13 +30,15 @@ import pandas as pd
 from zoo import metrics
 from zoo.experiment import Experiment
 from zoo.experiment.config import TaskEntry
-from zoo.report import outcomes as oc
-from zoo.report.aso import eps_min
 from zoo.report.collect import Records, sentence_stats
-from zoo.report.corpus import compare_corpus, corpus_tost
-from zoo.report.inference import MIN_SEEDS, Difference, Equivalence, compare_seeds, prob_better, tost
-from zoo.report.power import POWER, detectable, seeds_for, seeds_needed
-from zoo.report.stats import FEW
+from zoo.stats import FEW, POWER
+from zoo.stats import outcomes as oc
+from zoo.stats.aso import eps_min
+from zoo.stats.corpus import compare_corpus, corpus_tost
+from zoo.stats.power import detectable, seeds_for, seeds_needed
+from zoo.stats.seeds import Difference, compare_seeds, prob_better
+from zoo.stats.tost import Equivalence, tost
+from zoo.stats.welch import MIN_SEEDS
 
 # Which way is better, per results column that is not a metric; columns not listed (e.g. parameters) and not
 # metrics are not compared. Metrics say it themselves (zoo/metrics.py), plugins' included.
@@ -73,7 +75,7 @@ class Comparison:
     variant: str
     reference: str
     metric: str
-    result: Difference  # inference.SeedComparison or corpus.CorpusComparison
+    result: Difference  # seeds.SeedComparison or corpus.CorpusComparison
     prob_better: float
     eps_min: float
     mde: float
@@ -123,7 +125,7 @@ class Analyst:
                  floors: dict[str, dict] | None = None):
         self.experiment, self.records, self.frame = experiment, records, frame
         self.floors = floors or {}  # task key -> its current floor file (zoo/experiment/floors.py)
-        self.analysis = experiment.config.analysis
+        self.settings = experiment.config.analysis
         self.baseline = experiment.config.baseline_label
         self.labels = [v.label for v in experiment.config.variants]
         self._outcomes: dict[tuple[str, str, int], str] = {}  # asked for by every table, test and finding
@@ -178,10 +180,10 @@ class Analyst:
         prints: dict[str, str] = {}
         collapsed = {}
         for variant in order:
-            found = [self.records.get(variant, task.key, s) for s in self.experiment.config.seeds]
-            if any(r is None or r["status"] == "failed" for r in found):
+            seed_records = [self.records.get(variant, task.key, s) for s in self.experiment.config.seeds]
+            if any(r is None or r["status"] == "failed" for r in seed_records):
                 continue
-            key = "|".join(_fingerprint(r) for r in found)
+            key = "|".join(_fingerprint(r) for r in seed_records)
             if key in prints:
                 collapsed[variant] = prints[key]
             else:
@@ -192,7 +194,7 @@ class Analyst:
     def compare(self, task: TaskEntry, variant: str, reference: str, metric: str) -> Comparison:
         """`variant` against `reference` on `metric` over the seeds each trained (unadjusted p)."""
         higher = higher_is_better(metric)
-        alpha, min_seeds = self.analysis.alpha, self.analysis.min_seeds
+        alpha, min_seeds = self.settings.alpha, self.settings.min_seeds
         seeds_r, seeds_v = self.trained(task, reference), self.trained(task, variant)
         stats_r = [sentence_stats(self.records, reference, task.key, s, metric) for s in seeds_r]
         stats_v = [sentence_stats(self.records, variant, task.key, s, metric) for s in seeds_v]
@@ -215,9 +217,9 @@ class Analyst:
                                                                                     max(min_seeds, MIN_SEEDS))
         sd_r = float(np.std(base, ddof=1)) if len(base) > 1 else math.nan
         sd_v = float(np.std(other, ddof=1)) if len(other) > 1 else math.nan
-        needed = seeds_needed(sd_r, sd_v, task.target_effect, alpha, self.analysis.power) \
+        needed = seeds_needed(sd_r, sd_v, task.target_effect, alpha, self.settings.power) \
             if enough and primary else None
-        mde = _mde(result, alpha, self.analysis.power) if enough else math.nan
+        mde = _mde(result, alpha, self.settings.power) if enough else math.nan
         return Comparison(task.key, variant, reference, metric, result,
                           prob_better(base, other, higher) if enough else math.nan,
                           eps_min(self.finished_values(task, variant, metric),
@@ -242,50 +244,48 @@ class Analyst:
 
     def task(self, task: TaskEntry, descriptive_metrics: list[str]) -> TaskAnalysis:
         labels = self.labels
-        found = TaskAnalysis(task, task.primary_metric,
+        analysis = TaskAnalysis(task, task.primary_metric,
                              {v: {s: self.outcome(v, task, s) for s in self.experiment.config.seeds} for v in labels},
                              self.collapse(task))
         floor = self.floors.get(task.key)
         if floor is not None:
-            found.floors = {name: float(system["test"][task.primary_metric])
+            analysis.floors = {name: float(system["test"][task.primary_metric])
                             for name, system in floor["systems"].items() if task.primary_metric in system["test"]}
-        found.below_floor = self.below_floor(task, found.floors)
-        alpha = self.analysis.alpha
+        analysis.below_floor = self.below_floor(task, analysis.floors)
+        alpha = self.settings.alpha
         for variant in labels:
-            outcomes = list(found.outcomes[variant].values())
-            found.instability[variant] = oc.instability_rate(outcomes, alpha=alpha)
+            outcomes = list(analysis.outcomes[variant].values())
+            analysis.instability[variant] = oc.instability_rate(outcomes, alpha=alpha)
             steps, reached = [], []
             if task.threshold is not None:
                 for seed in self.experiment.config.seeds:
-                    if found.outcomes[variant][seed] in oc.FINISHED:
+                    if analysis.outcomes[variant][seed] in oc.FINISHED:
                         step, hit = oc.first_reach(*self.eval_curve(variant, task, seed, task.primary_metric),
                                                    task.threshold, higher_is_better(task.primary_metric))
                         if not math.isnan(step):
                             steps.append(step)
                             reached.append(hit)
-                found.survival[variant] = oc.time_to_threshold(steps, reached, alpha)
-                found.reach[variant] = (steps, reached)
-            found.curve_area[variant] = self.values(task, variant, "curve_area")
-        base = found.instability[self.baseline]
+                analysis.survival[variant] = oc.time_to_threshold(steps, reached, alpha)
+                analysis.reach[variant] = (steps, reached)
+            analysis.curve_area[variant] = self.values(task, variant, "curve_area")
+        base = analysis.instability[self.baseline]
         for variant in labels:
-            if variant == self.baseline or variant in found.collapsed or found.below_floor:
+            if variant == self.baseline or variant in analysis.collapsed or analysis.below_floor:
                 continue
-            mine = found.instability[variant]
-            found.failure_tests[variant] = oc.compare_failures(base.count, base.n, mine.count, mine.n, alpha)
+            mine = analysis.instability[variant]
+            analysis.failure_tests[variant] = oc.compare_failures(base.count, base.n, mine.count, mine.n, alpha)
             if task.threshold is not None:
-                found.logrank[variant] = oc.logrank(*found.reach[self.baseline], *found.reach[variant])
-            found.comparisons[variant] = self.compare(task, variant, self.baseline, task.primary_metric)
-            found.descriptive[variant] = {m: self.compare(task, variant, self.baseline, m).result
+                analysis.logrank[variant] = oc.logrank(*analysis.reach[self.baseline], *analysis.reach[variant])
+            analysis.comparisons[variant] = self.compare(task, variant, self.baseline, task.primary_metric)
+            analysis.descriptive[variant] = {m: self.compare(task, variant, self.baseline, m).result
                                           for m in descriptive_metrics if m != task.primary_metric}
-        return found
+        return analysis
 
 
 def at_level(comparison: Comparison, level: float, target: float, power: float = POWER) -> Comparison:
     """A primary comparison with 'detectable Δ' and 'seeds for ±target' computed at `level` (the level the
     report's correction makes a single rejection need) from one variance model: the comparison's own standard
     error, whose seed part shrinks with more seeds and whose test-set part (corpus metrics) does not."""
-    from dataclasses import replace
-
     result = comparison.result
     if result.verdict == FEW:
         return comparison

@@ -36,7 +36,7 @@ import pandas as pd
 from zoo import metrics
 from zoo.errors import ZooError
 from zoo.experiment import Experiment, store
-from zoo.experiment import record as records
+from zoo.experiment import record as record_file
 from zoo.experiment.config import TaskEntry
 from zoo.rundir import RunError
 
@@ -80,12 +80,12 @@ class Records:
     """The records of an experiment's grid, keyed by (variant, task, seed); stale ones kept apart."""
 
     root: Path
-    found: dict[tuple[str, str, int], dict[str, Any]] = field(default_factory=dict)
+    by_cell: dict[tuple[str, str, int], dict[str, Any]] = field(default_factory=dict)
     stale: dict[tuple[str, str, int], list[str]] = field(default_factory=dict)  # cell -> what changed
     unchecked_data: set[str] = field(default_factory=set)  # tasks whose data could not be fingerprinted here
 
     def get(self, variant: str, task: str, seed: int) -> dict[str, Any] | None:
-        return self.found.get((variant, task, seed))
+        return self.by_cell.get((variant, task, seed))
 
 
 def load_records(experiment: Experiment, records_root: str | Path) -> Records:
@@ -97,63 +97,63 @@ def load_records(experiment: Experiment, records_root: str | Path) -> Records:
         if not path.exists():
             continue
         try:
-            found = records.read(path)
+            record = record_file.read(path)
         except RunError as err:
             raise ReportError(str(err)) from None
         current = definitions.setdefault((variant, task.key, seed), store.definition(experiment, variant, task, seed))
         if current["data"] is None:
             result.unchecked_data.add(task.key)
-        changed = store.changes(found["definition"], current) if found["status"] != "failed" else []
+        changed = store.changes(record["definition"], current) if record["status"] != "failed" else []
         if changed:
             result.stale[(variant, task.key, seed)] = changed
         else:
-            result.found[(variant, task.key, seed)] = found
+            result.by_cell[(variant, task.key, seed)] = record
     return result
 
 
-def read_row(found: dict[str, Any] | None, task: TaskEntry, stale: list[str] | None,
+def read_row(record: dict[str, Any] | None, task: TaskEntry, stale: list[str] | None,
              metric_names: list[str]) -> dict[str, Any]:
     """One row of the results table from a cell's record (which may be missing or stale)."""
     row: dict[str, Any] = {column: math.nan for column in (*RUN_COLUMNS, *metric_names, *AFTER)}
     row.update(status="missing", reason="no record: not run yet (zoo run)", device="", record="")
     if stale:
         return {**row, "status": "stale", "reason": "recorded under another definition: " + "; ".join(stale[:3])}
-    if found is None:
+    if record is None:
         return row
-    if found["status"] == "failed":
-        return {**row, "status": "failed", "reason": " ".join(str(found.get("reason", "")).split()) or "failed"}
-    summary, final = found.get("summary") or {}, found.get("final") or {}
+    if record["status"] == "failed":
+        return {**row, "status": "failed", "reason": " ".join(str(record.get("reason", "")).split()) or "failed"}
+    summary, final = record.get("summary") or {}, record.get("final") or {}
     tokens, seconds = _number(summary.get("tokens")), _number(summary.get("train_seconds"))
-    row.update(status=found["status"], reason=found.get("reason", ""), parameters=_number(summary.get("parameters")),
+    row.update(status=record["status"], reason=record.get("reason", ""), parameters=_number(summary.get("parameters")),
                steps=_number(summary.get("steps")), tokens=tokens, train_seconds=seconds,
                tok_per_s=tokens / seconds if seconds > 0 else math.nan, device=str(summary.get("device", "")),
-               concurrent_runs=_number((found.get("provenance") or {}).get("concurrent_runs")),
+               concurrent_runs=_number((record.get("provenance") or {}).get("concurrent_runs")),
                valid_loss=_number(final.get("valid_loss")), valid_nll=_number(final.get("valid_nll")),
                valid_ppl=_number(final.get("valid_ppl")), valid_metric=_number(final.get(task.primary_metric)))
-    test = found.get("test")
+    test = record.get("test")
     if test:
         row.update({name: _number(test.get(name)) for name in metric_names})
         row.update(test_nll=_number(test.get("nll")), test_ppl=_number(test.get("ppl")))
     return row
 
 
-def collect(experiment: Experiment, found: Records) -> pd.DataFrame:
+def collect(experiment: Experiment, records: Records) -> pd.DataFrame:
     """One row per grid cell (variant x task x seed), in grid order; see the module docstring."""
     rows, metric_names = [], metric_columns(experiment)
     for variant, task, seed in experiment.grid():
         key = (variant, task.key, seed)
-        row = read_row(found.get(*key), task, found.stale.get(key), metric_names)
+        row = read_row(records.get(*key), task, records.stale.get(key), metric_names)
         if row["status"] != "missing":
             row["record"] = record_path(Path("."), *key).as_posix()
         rows.append({"variant": variant, "task": task.key, "seed": seed, **row})
     return pd.DataFrame(rows, columns=list(columns(experiment)))
 
 
-def curves(found: Records) -> pd.DataFrame:
+def curves(records: Records) -> pd.DataFrame:
     """Long table of the recorded curves: variant, task, seed, step, kind ('train'|'eval'), and the
     logged values (loss for training rows; valid_* and metrics for evaluation rows)."""
     frames = []
-    for (variant, task, seed), record in found.found.items():
+    for (variant, task, seed), record in records.by_cell.items():
         for kind in ("train", "eval"):
             columns = (record.get("curves") or {}).get(kind) or {}
             if not columns.get("step"):
@@ -165,9 +165,9 @@ def curves(found: Records) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def sentence_stats(found: Records, variant: str, task: str, seed: int, metric: str) -> np.ndarray | None:
+def sentence_stats(records: Records, variant: str, task: str, seed: int, metric: str) -> np.ndarray | None:
     """(N, k) per-sentence statistics of a complete cell's test set for `metric`, as the metric reads its
     recorded ones (zoo/metrics.py), or None when the record has none."""
-    record = found.get(variant, task, seed)
+    record = records.get(variant, task, seed)
     rows = ((record or {}).get("sentences") or {}).get(metric)
     return None if rows is None else metrics.get(metric).as_array(rows)

@@ -69,30 +69,30 @@ class Matrix:
                 merged = group[a] + group[b]
                 for label in merged:
                     group[label] = merged
-        seen, found = set(), []
+        seen, classes = set(), []
         for label in self.labels:
             if id(group[label]) not in seen and len(group[label]) > 1:
                 seen.add(id(group[label]))
-                found.append(sorted(group[label], key=self.labels.index))
-        return found
+                classes.append(sorted(group[label], key=self.labels.index))
+        return classes
 
 
-def run_spec(experiment: Experiment, found: Records, label: str) -> tuple[ModelSpec, str]:
+def run_spec(experiment: Experiment, records: Records, label: str) -> tuple[ModelSpec, str]:
     """The spec a variant's runs trained with (vocabulary fitted to the task), and where it was read from."""
     tasks, seeds = experiment.config.tasks, experiment.config.seeds
     for task in tasks:
         for seed in seeds:
-            record = found.get(label, task.key, seed)
+            record = records.get(label, task.key, seed)
             if record is not None and isinstance(record.get("spec"), dict):
-                where = record_path(found.root, label, task.key, seed)
-                return validate_spec(record["spec"], source=str(where)), where.relative_to(found.root).as_posix()
+                where = record_path(records.root, label, task.key, seed)
+                return validate_spec(record["spec"], source=str(where)), where.relative_to(records.root).as_posix()
     return experiment.specs[label], "the experiment file (no record yet)"
 
 
 def training_fields(spec: ModelSpec) -> dict[str, object]:
     """The spec fields that change training but not the function the equivalence check compares: every
     `init` field and every dropout setting, by dotted path."""
-    found = {}
+    fields = {}
 
     def walk(data: dict, prefix: str) -> None:
         for key, value in data.items():
@@ -100,10 +100,10 @@ def training_fields(spec: ModelSpec) -> dict[str, object]:
             if isinstance(value, dict):
                 walk(value, f"{path}.")
             elif path.startswith("init.") or "dropout" in key:
-                found[f"spec.{path}"] = value
+                fields[f"spec.{path}"] = value
 
     walk(spec.model_dump(), "")
-    return found
+    return fields
 
 
 def _parameters(spec: ModelSpec) -> int:
@@ -136,28 +136,28 @@ def _pair(a: ModelSpec, b: ModelSpec) -> tuple[ModelSpec, ModelSpec, str]:
     return *small, "; ".join(note)
 
 
-def equivalence_matrix(experiment: Experiment, found: Records, seed: int = 0) -> Matrix:
+def equivalence_matrix(experiment: Experiment, records: Records, seed: int = 0) -> Matrix:
     """Every ordered pair checked on one CPU thread: the (shrunk) models are too small to gain from more,
     and on a busy machine (runs training beside the report) spinning OpenMP threads made each op 100x slower."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _matrix(experiment, found, seed)
+        return _matrix(experiment, records, seed)
     finally:
         torch.set_num_threads(threads)
 
 
 def _matrix(experiment: Experiment, records: Records, seed: int) -> Matrix:
     labels = [v.label for v in experiment.config.variants]
-    found = {label: run_spec(experiment, records, label) for label in labels}
-    training = {v.label: {**dict(v.train), **training_fields(found[v.label][0])} for v in experiment.config.variants}
-    matrix = Matrix(labels, {}, {label: source for label, (_, source) in found.items()}, training=training)
+    specs = {label: run_spec(experiment, records, label) for label in labels}
+    training = {v.label: {**dict(v.train), **training_fields(specs[v.label][0])} for v in experiment.config.variants}
+    matrix = Matrix(labels, {}, {label: source for label, (_, source) in specs.items()}, training=training)
     checked, noted = [], {}  # note -> the unordered pairs it applies to
     for a in labels:
         for b in labels:
             if a == b:
                 continue
-            spec_a, spec_b, note = _pair(found[a][0], found[b][0])
+            spec_a, spec_b, note = _pair(specs[a][0], specs[b][0])
             if labels.index(a) < labels.index(b):
                 checked.append(f"{a} vs {b}")
                 if note:

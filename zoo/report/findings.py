@@ -27,12 +27,12 @@ import numpy as np
 
 from zoo.experiment import Experiment
 from zoo.experiment.config import Finding, TaskEntry
-from zoo.report import outcomes as oc
 from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, compared_columns
 from zoo.report.collect import ReportError
 from zoo.report.equiv import Matrix
-from zoo.report.power import MAX_SEEDS, power_of, seeds_needed
-from zoo.report.stats import BETTER, FEW, WORSE
+from zoo.stats import BETTER, FEW, WORSE
+from zoo.stats import outcomes as oc
+from zoo.stats.power import MAX_SEEDS, power_of, seeds_needed
 from zoo.summary import diff
 
 CONFIRMED, CONTRADICTED, INCONCLUSIVE, UNTESTABLE = "confirmed", "contradicted", "inconclusive", "not testable here"
@@ -104,10 +104,10 @@ def _power(finding: Finding, comparison: Comparison | None, alpha: float) -> str
 
 
 def check(experiment: Experiment, analyst: Analyst, matrix: Matrix, tasks: list[TaskAnalysis]) -> list[Check]:
-    """Every finding on every task it names (tests unadjusted: report.py adjusts them with the family).
+    """Every finding on every task it names (tests unadjusted: family.py adjusts them with the report's family).
     A finding about a variant against the baseline, on the task's primary metric, holds that task's own
     test object: it is one test, adjusted once, not a second one."""
-    analysed = {found.task.key: found for found in tasks}
+    analysed = {analysis.task.key: analysis for analysis in tasks}
     checks = []
     for i, finding in enumerate(experiment.config.findings):
         reference = finding.against or experiment.config.baseline_label
@@ -131,19 +131,19 @@ def check(experiment: Experiment, analyst: Analyst, matrix: Matrix, tasks: list[
     return checks
 
 
-def _check_task(experiment: Experiment, analyst: Analyst, finding: Finding, found: TaskAnalysis, reference: str,
+def _check_task(experiment: Experiment, analyst: Analyst, finding: Finding, analysis: TaskAnalysis, reference: str,
                 metric: str) -> Check:
-    task = found.task
+    task = analysis.task
     if finding.variant == reference:
         return Check(finding, task.key, metric, UNTESTABLE, "the variant is its own reference")
-    if found.below_floor:
-        return Check(finding, task.key, metric, UNTESTABLE, found.below_floor)
+    if analysis.below_floor:
+        return Check(finding, task.key, metric, UNTESTABLE, analysis.below_floor)
     own = reference == experiment.config.baseline_label  # the task's own test, when it has one
     if finding.kind == "failure-rate":
         outcomes = {v: [analyst.outcome(v, task, s) for s in experiment.config.seeds] for v in (reference,
                                                                                                    finding.variant)}
         rates = {v: oc.instability_rate(o) for v, o in outcomes.items()}
-        test = found.failure_tests.get(finding.variant) if own else None
+        test = analysis.failure_tests.get(finding.variant) if own else None
         if test is None:
             test = oc.compare_failures(rates[reference].count, rates[reference].n, rates[finding.variant].count,
                                        rates[finding.variant].n, experiment.config.analysis.alpha)
@@ -154,7 +154,7 @@ def _check_task(experiment: Experiment, analyst: Analyst, finding: Finding, foun
         if problems:
             return Check(finding, task.key, "instability", UNTESTABLE, "; ".join(problems) + f" ({evidence})")
         return Check(finding, task.key, "instability", INCONCLUSIVE, evidence, failures=test)
-    comparison = found.comparisons.get(finding.variant) if own and metric == found.primary else None
+    comparison = analysis.comparisons.get(finding.variant) if own and metric == analysis.primary else None
     if comparison is None:
         comparison = analyst.compare(task, finding.variant, reference, metric)
     counted = (comparison.result.n_baseline, comparison.result.n_variant)

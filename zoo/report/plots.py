@@ -14,14 +14,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from scipy import stats  # noqa: E402
 
 from zoo import metrics  # noqa: E402
 from zoo.experiment import Experiment  # noqa: E402
 from zoo.experiment.config import TaskEntry  # noqa: E402
 from zoo.report.analysis import Analyst, TaskAnalysis  # noqa: E402
-from zoo.report.tables import label  # noqa: E402
+from zoo.report.tables import label, verdict_text  # noqa: E402
+from zoo.stats.intervals import mean_half_width  # noqa: E402
 
 DPI = 110
 
@@ -87,10 +88,10 @@ def unit(metric: str) -> str:
     return metrics.get(metric).unit
 
 
-def seed_values(experiment: Experiment, found: TaskAnalysis, analyst: Analyst, path: Path) -> Path:
+def seed_values(experiment: Experiment, analysis: TaskAnalysis, analyst: Analyst, path: Path) -> Path:
     """Each trained seed's test value of the primary metric as a dot, per variant, with the mean and
     its 95% CI beside them; seeds that stalled or diverged are drawn as crosses at the bottom."""
-    task, metric = found.task, found.primary
+    task, metric = analysis.task, analysis.primary
     colors = _colors(experiment)
     fig, ax = plt.subplots(figsize=(max(7, 1.1 * len(colors) + 2), 4.5))
     for x, variant in enumerate(colors):
@@ -99,9 +100,9 @@ def seed_values(experiment: Experiment, found: TaskAnalysis, analyst: Analyst, p
         ax.scatter(jitter, values, color=colors[variant], zorder=3, s=22)
         if len(values) >= 2:
             mean = sum(values) / len(values)
-            half = float(stats.t.ppf(0.975, len(values) - 1) * pd.Series(values).std() / math.sqrt(len(values)))
+            half = mean_half_width(np.asarray(values, dtype=float))
             ax.errorbar(x + 0.3, mean, yerr=half, fmt="_", color="black", capsize=4, markersize=12, zorder=4)
-        unstable = [s for s, o in found.outcomes[variant].items() if o in ("stalled", "diverged")]
+        unstable = [s for s, o in analysis.outcomes[variant].items() if o in ("stalled", "diverged")]
         if unstable:
             ax.scatter([x] * len(unstable), [0] * len(unstable), marker="x", color="red", zorder=3,
                        label="stalled or diverged seed" if x == 0 or not ax.get_legend_handles_labels()[1] else None)
@@ -115,14 +116,12 @@ def seed_values(experiment: Experiment, found: TaskAnalysis, analyst: Analyst, p
     return save(fig, path)
 
 
-def effects(experiment: Experiment, found: TaskAnalysis, path: Path) -> Path:
+def effects(experiment: Experiment, analysis: TaskAnalysis, path: Path) -> Path:
     """Forest plots against the baseline: the primary metric's difference with its 95% CI and the
     equivalence margin as a band (left); the difference in the share of unstable runs with its
     Newcombe interval (right). Labels carry the verdicts."""
-    from zoo.report.tables import verdict_text
-
-    task = found.task
-    rows = list(found.comparisons.items())
+    task = analysis.task
+    rows = list(analysis.comparisons.items())
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 1.6 + 0.5 * max(len(rows), 1)), sharey=True)
     for y, (variant, c) in enumerate(rows):
         r = c.result
@@ -132,7 +131,7 @@ def effects(experiment: Experiment, found: TaskAnalysis, path: Path) -> Path:
         else:
             left.errorbar(r.difference, y, xerr=[[r.difference - r.ci_low], [r.ci_high - r.difference]], fmt="o",
                           color="black", capsize=3)
-        test = found.failure_tests.get(variant)
+        test = analysis.failure_tests.get(variant)
         if test is not None and not math.isnan(test.difference):
             right.errorbar(100 * test.difference, y, xerr=[[100 * (test.difference - test.ci_low)],
                                                            [100 * (test.ci_high - test.difference)]],
@@ -140,11 +139,12 @@ def effects(experiment: Experiment, found: TaskAnalysis, path: Path) -> Path:
     if task.margin is not None:
         left.axvspan(-task.margin, task.margin, color="green", alpha=0.12, label=f"equivalence margin ±{task.margin:g}")
         left.legend(fontsize=8, loc="lower right")
-    analysis = experiment.config.analysis
-    left.set_yticks(range(len(rows)), [f"{v}: {verdict_text(c, analysis.min_seeds, short=True)}" for v, c in rows],
+    settings = experiment.config.analysis
+    left.set_yticks(range(len(rows)), [f"{v}: {verdict_text(c, settings.min_seeds, short=True)}" for v, c in rows],
                     fontsize=8)
     left.invert_yaxis()
-    left.set(xlabel=f"Δ test {label(found.primary)} vs {experiment.config.baseline_label} ({unit(found.primary)})",
+    metric = analysis.primary
+    left.set(xlabel=f"Δ test {label(metric)} vs {experiment.config.baseline_label} ({unit(metric)})",
              title="quality of the runs that trained (95% CI; hollow: no verdict)")
     right.set(xlabel=f"Δ share of unstable runs vs {experiment.config.baseline_label} (points)",
               title="instability: stalled + diverged (95% CI)")
@@ -192,8 +192,8 @@ def instability(experiment: Experiment, tasks: list[TaskAnalysis], path: Path) -
     fig, ax = plt.subplots(figsize=(max(8.0, 1.1 * len(tasks) * max(1, len(variants) / 2)), 4.5))
     for i, variant in enumerate(variants):
         xs, rates, low, high, counts = [], [], [], [], []
-        for t, found in enumerate(tasks):
-            rate = found.instability[variant]
+        for t, analysis in enumerate(tasks):
+            rate = analysis.instability[variant]
             if not rate.n:
                 continue
             xs.append(t - 0.4 + width * (i + 0.5))
@@ -205,7 +205,7 @@ def instability(experiment: Experiment, tasks: list[TaskAnalysis], path: Path) -
                error_kw={"elinewidth": 0.8, "alpha": 0.6})
         for x, y, text in zip(xs, rates, counts):  # the counts, readable also where the bar has no height
             ax.text(x, y + 1, text, ha="center", va="bottom", fontsize=6, color=colors[variant])
-    ax.set_xticks(range(len(tasks)), [found.task.key for found in tasks], rotation=30, ha="right", fontsize=8)
+    ax.set_xticks(range(len(tasks)), [analysis.task.key for analysis in tasks], rotation=30, ha="right", fontsize=8)
     ax.set(title=f"{experiment.name}: unstable runs (stalled + diverged) per task\n"
                  "bar: share of finished runs; error bar: 95% Clopper-Pearson interval",
            ylabel="unstable runs (%)", ylim=(0, 105))

@@ -9,14 +9,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from zoo import metrics
 from zoo.experiment import Experiment
 from zoo.experiment.config import TaskEntry
-from zoo.report import outcomes as oc
 from zoo.report.analysis import Comparison, TaskAnalysis, bounds
-from zoo.report.stats import BETTER, FEW, WORSE
+from zoo.stats import ALPHA, BETTER, FEW, WORSE
+from zoo.stats import outcomes as oc
+from zoo.stats.intervals import mean_half_width
+from zoo.stats.power import seeds_for
 
 LABELS = {  # columns that are not metrics; a metric brings its own label (zoo/metrics.py)
     "parameters": "parameters", "tok_per_s": "train tok/s", "valid_loss": "valid loss",
@@ -93,7 +94,7 @@ def per_seed(values) -> str:
     return "; ".join(fmt(v) for v in values) or "none"
 
 
-def mean_interval(values: list[float], column: str, min_seeds: int, alpha: float = 0.05) -> str:
+def mean_interval(values: list[float], column: str, min_seeds: int, alpha: float = ALPHA) -> str:
     """'mean [low, high]' (Student t over seeds, clipped to the metric's range and marked so), or the
     per-seed values below `min_seeds` seeds, or the value when it does not vary."""
     data = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
@@ -104,7 +105,7 @@ def mean_interval(values: list[float], column: str, min_seeds: int, alpha: float
     if len(data) < min_seeds:
         return f"seeds: {per_seed(data)}"
     mean = float(data.mean())
-    half = float(scipy_stats.t.ppf(1 - alpha / 2, len(data) - 1) * data.std(ddof=1) / math.sqrt(len(data)))
+    half = mean_half_width(data, alpha)
     low, high = bounds(column)
     clipped = mean - half < low or mean + half > high
     interval = fmt_interval(max(mean - half, low), min(mean + half, high), column)
@@ -147,18 +148,18 @@ def disagreement(test: oc.FailureComparison | None, alpha: float) -> str:
             f"{'does not reject' if excludes else 'rejects'}: the test decides)")
 
 
-def outcome_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
+def outcome_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
     header = ["variant", "complete", "stalled", "diverged", "failed", "unstable (stalled + diverged)",
               "Δ unstable [95% CI]", "vs baseline: Fisher p", "adjusted p", "verdict",
               "detectable rise (80% power, at the corrected level)"]
     rows = []
     for variant in (v.label for v in experiment.config.variants):
-        counts = {state: sorted(s for s, o in found.outcomes[variant].items() if o == state)
+        counts = {state: sorted(s for s, o in analysis.outcomes[variant].items() if o == state)
                   for state in (oc.COMPLETE, oc.STALLED, oc.DIVERGED, oc.FAILED)}
         cells = [str(len(seeds)) + (f" (seed {', '.join(map(str, seeds))})" if seeds and state != oc.COMPLETE else "")
                  for state, seeds in counts.items()]
-        test = found.failure_tests.get(variant)
-        adjusted = found.failure_adjusted.get(variant, math.nan)
+        test = analysis.failure_tests.get(variant)
+        adjusted = analysis.failure_adjusted.get(variant, math.nan)
         verdict = "—"
         if test is not None and not math.isnan(adjusted):
             verdict = ("**more unstable**" if test.difference > 0 else "**less unstable**") \
@@ -167,15 +168,15 @@ def outcome_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[str]
         change = "—" if test is None or math.isnan(test.difference) else \
             f"{100 * test.difference:+.0f} points [{100 * test.ci_low:+.0f}, {100 * test.ci_high:+.0f}]"
         change += disagreement(test, experiment.config.analysis.alpha)
-        rows.append([name, *cells, fmt_rate(found.instability[variant]), change,
+        rows.append([name, *cells, fmt_rate(analysis.instability[variant]), change,
                      fmt_p(test.p_value) if test else "—", fmt_p(adjusted), verdict, fmt_rise(test)])
     return header, rows
 
 
-def quality_rows(experiment: Experiment, found: TaskAnalysis, frame, metrics: list[str],
+def quality_rows(experiment: Experiment, analysis: TaskAnalysis, frame, metrics: list[str],
                  analyst) -> tuple[list[str], list[list[str]]]:
     """Per variant over its trained seeds: mean [95% CI] of each metric, curve area, steps to threshold."""
-    task = found.task
+    task = analysis.task
     min_seeds = experiment.config.analysis.min_seeds
     columns = [*metrics, "curve_area", "late_change"]
     header = ["variant", "trained seeds", *(label(c) for c in metrics),
@@ -186,34 +187,34 @@ def quality_rows(experiment: Experiment, found: TaskAnalysis, frame, metrics: li
     rows = []
     for variant in (v.label for v in experiment.config.variants):
         name = variant + (" (baseline)" if variant == experiment.config.baseline_label else "")
-        if variant in found.collapsed:
-            rows.append([name, f"≡ {found.collapsed[variant]}", *(["same numbers, bit for bit"]
+        if variant in analysis.collapsed:
+            rows.append([name, f"≡ {analysis.collapsed[variant]}", *(["same numbers, bit for bit"]
                                                                      + [""] * (len(header) - 3))])
             continue
         seeds = analyst.trained(task, variant)
         cells = [mean_interval(analyst.values(task, variant, c), c, min_seeds) for c in columns]
         if task.threshold is not None:
-            km = found.survival[variant]
+            km = analysis.survival[variant]
             cells.append("—" if not km.n else f"not reached ({km.reached}/{km.n})" if math.isinf(km.median) else
                          f"{fmt(km.median, 'steps')} {fmt_interval(km.ci_low, km.ci_high, 'steps')} "
                          f"({km.reached}/{km.n} reached)")
-        others = {o for o in found.outcomes[variant].values()} - {oc.COMPLETE}
-        missing = ", ".join(f"{sum(o == state for o in found.outcomes[variant].values())} {state}"
+        others = {o for o in analysis.outcomes[variant].values()} - {oc.COMPLETE}
+        missing = ", ".join(f"{sum(o == state for o in analysis.outcomes[variant].values())} {state}"
                             for state in sorted(others))
         rows.append([name, str(len(seeds)) + (f" ({missing})" if missing else ""), *cells])
     return header, rows
 
 
-def comparison_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
-    task, analysis = found.task, experiment.config.analysis
-    metric = label(found.primary)
+def comparison_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
+    task, settings = analysis.task, experiment.config.analysis
+    metric = label(analysis.primary)
     margin = f"TOST ±{task.margin:g}" if task.margin is not None else "TOST (no margin declared)"
-    header = ["variant", f"Δ {metric} [95% CI]", "p", f"adjusted p ({analysis.correction})", "verdict",
+    header = ["variant", f"Δ {metric} [95% CI]", "p", f"adjusted p ({settings.correction})", "verdict",
               "P(better)", "ASO ε_min", "detectable Δ (80% power, at the corrected level)",
               f"seeds for ±{task.target_effect:g}", margin,
               "sentence-bootstrap p (test set only)"]
     rows = []
-    for variant, c in found.comparisons.items():
+    for variant, c in analysis.comparisons.items():
         r = c.result
         equivalence = "—"
         if c.equivalence is not None and c.equivalence.equivalent is not None:
@@ -223,40 +224,40 @@ def comparison_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[s
         sentence = getattr(r, "test_set_only", None)
         rows.append([variant, fmt_effect(r.difference, r.ci_low, r.ci_high, c.metric),
                      fmt_p(r.p_value), fmt_p(r.p_adjusted),
-                     verdict_text(c, analysis.min_seeds) + _among_trained(found, c),
+                     verdict_text(c, settings.min_seeds) + _among_trained(analysis, c),
                      fmt(c.prob_better), fmt(c.eps_min), fmt(c.mde, c.metric),
                      str(c.seeds_needed) if c.seeds_needed else ("—" if r.verdict == FEW else "> 100"),
                      equivalence, fmt_p(sentence.p_value) if sentence is not None else "—"])
     return header, rows
 
 
-def _among_trained(found: TaskAnalysis, comparison: Comparison) -> str:
+def _among_trained(analysis: TaskAnalysis, comparison: Comparison) -> str:
     """' among trained seeds (3 of 5 v 5 of 5)' when stalled or diverged runs are left out of a quality verdict,
     which is then about the runs that trained, next to the instability verdict that counts the others."""
     result, variant, reference = comparison.result, comparison.variant, comparison.reference
     if result.verdict == FEW:
         return ""
-    finished = {name: sum(o in oc.FINISHED for o in found.outcomes[name].values()) for name in (variant, reference)}
+    finished = {name: sum(o in oc.FINISHED for o in analysis.outcomes[name].values()) for name in (variant, reference)}
     if result.n_variant == finished[variant] and result.n_baseline == finished[reference]:
         return ""
     return (f" among trained seeds ({result.n_variant} of {finished[variant]} v {result.n_baseline} of "
             f"{finished[reference]}; the outcomes table counts the others)")
 
 
-def descriptive_rows(found: TaskAnalysis, metrics: list[str]) -> tuple[list[str], list[list[str]]]:
+def descriptive_rows(analysis: TaskAnalysis, metrics: list[str]) -> tuple[list[str], list[list[str]]]:
     """Differences with intervals, no verdicts; with a threshold, the log-rank p of the steps to reach it."""
     header = ["variant", *(f"Δ {label(m)} [95% CI]" for m in metrics)]
-    if found.task.threshold is not None:
+    if analysis.task.threshold is not None:
         header.append("steps to threshold: log-rank p")
     rows = []
-    for variant, results in found.descriptive.items():
+    for variant, results in analysis.descriptive.items():
         cells = []
         for metric in metrics:
             r = results.get(metric)
             few = r is None or r.verdict == FEW
             cells.append("—" if few else fmt_effect(r.difference, r.ci_low, r.ci_high, metric))
-        if found.task.threshold is not None:
-            cells.append(fmt_p(found.logrank.get(variant, math.nan)))
+        if analysis.task.threshold is not None:
+            cells.append(fmt_p(analysis.logrank.get(variant, math.nan)))
         rows.append([variant, *cells])
     return header, rows
 
@@ -289,18 +290,17 @@ def descriptive_metrics(task: TaskEntry) -> list[str]:
     return [m for m in task_metrics(task) if m not in (task.primary_metric, "parameters")]
 
 
-def plan_rows(experiment: Experiment, found: TaskAnalysis, effect: float,
+def plan_rows(experiment: Experiment, analysis: TaskAnalysis, effect: float,
               level: float) -> tuple[list[str], list[list[str]]]:
     """Per variant: the seeds it has, the spread they show, and the seeds per arm needed to detect `effect` on
     the primary metric with the report's power at `level` (what one rejection needs after the report's
     correction), under the report's own variance model (seed spread, plus a corpus metric's test-set part)."""
-    from zoo.report.power import seeds_for
 
-    analysis = experiment.config.analysis
+    settings = experiment.config.analysis
     header = ["variant", "trained seeds (baseline, variant)", "seed sd (baseline, variant)",
               "detectable Δ now (80% power)", f"seeds per arm for ±{effect:g}"]
     rows = []
-    for variant, c in found.comparisons.items():
+    for variant, c in analysis.comparisons.items():
         base, other = c.per_seed
         if min(len(base), len(other)) < 2:
             rows.append([variant, f"{len(base)}, {len(other)}", "—", "—", "run at least 2 seeds of each first"])
@@ -308,20 +308,20 @@ def plan_rows(experiment: Experiment, found: TaskAnalysis, effect: float,
         sd_b, sd_v = float(np.std(base, ddof=1)), float(np.std(other, ddof=1))
         r = c.result
         extra = max(0.0, r.se ** 2 - getattr(r, "se_seeds", r.se) ** 2) if not math.isnan(r.se) else 0.0
-        needed = seeds_for(effect, sd_b, sd_v, extra, level, analysis.power)
+        needed = seeds_for(effect, sd_b, sd_v, extra, level, settings.power)
         rows.append([variant, f"{len(base)}, {len(other)}", f"{fmt(sd_b)}, {fmt(sd_v)}", fmt(c.mde, c.metric),
                      str(needed) if needed else "more than 100"])
     return header, rows
 
 
-def terminal_rows(experiment: Experiment, found: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
+def terminal_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
     """The verdicts, narrow enough for a terminal (report.md has every column)."""
-    analysis = experiment.config.analysis
-    header = ["variant", f"Δ {label(found.primary)} [95% CI]", "adjusted p", "verdict", "P(better)",
+    settings = experiment.config.analysis
+    header = ["variant", f"Δ {label(analysis.primary)} [95% CI]", "adjusted p", "verdict", "P(better)",
               "detectable Δ"]
     rows = [[variant, fmt_effect(c.result.difference, c.result.ci_low, c.result.ci_high, c.metric),
-             fmt_p(c.result.p_adjusted), verdict_text(c, analysis.min_seeds, short=True), fmt(c.prob_better),
-             fmt(c.mde, c.metric)] for variant, c in found.comparisons.items()]
+             fmt_p(c.result.p_adjusted), verdict_text(c, settings.min_seeds, short=True), fmt(c.prob_better),
+             fmt(c.mde, c.metric)] for variant, c in analysis.comparisons.items()]
     return header, rows
 
 
@@ -329,24 +329,25 @@ def overview_rows(experiment: Experiment, tasks: list[TaskAnalysis], analyst) ->
     """One row per variant, one column per task: the mean primary test metric over trained seeds, the
     unstable runs, and the verdicts against the baseline (quality, then instability when it is significant)."""
     alpha, min_seeds = experiment.config.analysis.alpha, experiment.config.analysis.min_seeds
-    header = ["variant", *(f"{found.task.key} ({label(found.primary)})" for found in tasks)]
+    header = ["variant", *(f"{analysis.task.key} ({label(analysis.primary)})" for analysis in tasks)]
     rows = []
     for variant in (v.label for v in experiment.config.variants):
         cells = []
-        for found in tasks:
-            values = analyst.values(found.task, variant, found.primary)
-            rate = found.instability[variant]
+        for analysis in tasks:
+            values = analyst.values(analysis.task, variant, analysis.primary)
+            rate = analysis.instability[variant]
             if not rate.n:
                 cells.append("no finished runs yet")
                 continue
-            parts = [fmt(float(np.mean(values)), found.primary) if values else "—", f"{rate.count}/{rate.n} unstable"]
-            if variant in found.collapsed:
-                parts.append(f"≡ {found.collapsed[variant]}")
-            elif variant in found.comparisons:
-                parts.append(verdict_text(found.comparisons[variant], min_seeds, short=True))
-            adjusted = found.failure_adjusted.get(variant, math.nan)
+            parts = [fmt(float(np.mean(values)), analysis.primary) if values else "—",
+                     f"{rate.count}/{rate.n} unstable"]
+            if variant in analysis.collapsed:
+                parts.append(f"≡ {analysis.collapsed[variant]}")
+            elif variant in analysis.comparisons:
+                parts.append(verdict_text(analysis.comparisons[variant], min_seeds, short=True))
+            adjusted = analysis.failure_adjusted.get(variant, math.nan)
             if not math.isnan(adjusted) and adjusted < alpha:
-                parts.append("more unstable" if found.failure_tests[variant].difference > 0 else "less unstable")
+                parts.append("more unstable" if analysis.failure_tests[variant].difference > 0 else "less unstable")
             cells.append("; ".join(parts))
         rows.append([variant + (" (baseline)" if variant == experiment.config.baseline_label else ""), *cells])
     return header, rows

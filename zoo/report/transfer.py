@@ -1,121 +1,50 @@
-"""Transfer: does a variant's effect on one task hold on another (twice the budget, the other direction,
-another corpus)? The same variants, trained on two tasks with the same seeds, give per task
+"""Transfer between tasks, the analysis: for each declared pair of tasks ([[transfers]] in the experiment
+file), each variant's effect on both, the interaction with its interval and test (zoo/stats/transfer.py),
+and the rank correlation of the effects (written by sections/transfers.py).
 
-    Δ_A = mean(variant on A) − mean(baseline on A),     Δ_B likewise on B,
-
-and the question is the interaction Δ_B − Δ_A (a difference of differences over four independent
-groups of runs; a seed of one budget is a different run from the same seed at the other budget).
-Its standard error is √(Σ s²/n) over the four groups, its df Welch–Satterthwaite's generalised to
-four groups, and the test is two-sided t (simulated through these functions in tests/test_transfer.py:
-null rate <= alpha at 5 v 5 v 5 v 5 and at unequal spreads). The interaction joins the report's
-family of tests and is adjusted with it; so is its TOST at the task's margin ("the effect is the same
-on both tasks within ±margin"). The verdict per variant:
-
-    changes            the interaction is significant after the report's correction
-    holds within ±m    the interaction is shown to lie within ±margin (TOST, adjusted likewise)
-    undetermined       neither; the row gives the interval, which says how large a change it allows
-
-Spearman's rank correlation of the variants' effects between the tasks says whether the ranking of
-the factors transfers, even where single effects change size (descriptive: as many points as variants).
-
-Pure statistics: numbers in, numbers out, nothing else from zoo.
+The per-seed values are those of each task's own primary comparison (for corpus metrics, the per-seed
+corpus scores), so the interaction is tested on exactly the numbers the task sections show. It adds no
+test-sentence variance: the four arms are scored on one test set, whose sampling moves a variant's
+effect alike on both tasks and so largely cancels in a difference of differences. A task with
+no verdicts (below its trivial floor) gives no transfer row either.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from typing import Sequence
+from dataclasses import dataclass, field
 
-import numpy as np
-from scipy import stats as scipy_stats
-
-HOLDS, CHANGES, UNDETERMINED, FEW = "holds", "changes", "undetermined", "too few seeds"
+from zoo.experiment.config import Transfer
+from zoo.report.analysis import TaskAnalysis
+from zoo.stats.transfer import Interaction, RankCorrelation, compare_interaction, rank_correlation
 
 
-def interaction_arrays(baseline_a: np.ndarray, variant_a: np.ndarray, baseline_b: np.ndarray,
-                       variant_b: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(Δ_B − Δ_A, se, df, p) along the last axis, vectorised over leading axes (many experiments at once)."""
-    groups = (baseline_a, variant_a, baseline_b, variant_b)
-    signs = (1.0, -1.0, -1.0, 1.0)  # (v_b − b_b) − (v_a − b_a)
-    estimate = sum(sign * g.mean(-1) for sign, g in zip(signs, groups))
-    parts = [g.var(-1, ddof=1) / g.shape[-1] for g in groups]
-    variance = sum(parts)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df = variance ** 2 / sum(part ** 2 / (g.shape[-1] - 1) for part, g in zip(parts, groups))
-        se = np.sqrt(variance)
-        p = 2 * scipy_stats.t.sf(np.abs(estimate / se), df)
-    return estimate, se, df, p
+@dataclass
+class TransferAnalysis:
+    transfer: Transfer
+    first: TaskAnalysis
+    second: TaskAnalysis
+    rows: dict[str, Interaction] = field(default_factory=dict)  # variant -> its interaction
+    correlation: RankCorrelation | None = None
+    skipped: str = ""  # why there is no table
 
 
-@dataclass(frozen=True)
-class Interaction:
-    """One variant's transfer from task A to task B (see the module docstring)."""
-
-    effect_a: float
-    effect_b: float
-    difference: float  # Δ_B − Δ_A
-    ci_low: float
-    ci_high: float
-    se: float
-    df: float
-    p_value: float
-    p_adjusted: float  # = p_value until adjusted with the report's family
-    margin: float
-    tost_p: float  # TOST p for |Δ_B − Δ_A| < margin (max of the one-sided p)
-    tost_adjusted: float
-    alpha: float
-    verdict: str
-
-
-def _verdict(p_adjusted: float, tost_adjusted: float, alpha: float) -> str:
-    if math.isnan(p_adjusted):
-        return FEW
-    if p_adjusted < alpha:
-        return CHANGES
-    return HOLDS if tost_adjusted < alpha else UNDETERMINED
-
-
-def compare_interaction(baseline_a: Sequence[float], variant_a: Sequence[float], baseline_b: Sequence[float],
-                        variant_b: Sequence[float], *, margin: float, alpha: float, min_seeds: int = 2) -> Interaction:
-    """Δ_B − Δ_A with its (1 − alpha) interval, two-sided p, and the TOST within ±margin (NaN dropped)."""
-    groups = [np.asarray([v for v in g if v is not None and not math.isnan(v)], dtype=float)
-              for g in (baseline_a, variant_a, baseline_b, variant_b)]
-    effect_a = float(groups[1].mean() - groups[0].mean()) if min(map(len, groups[:2])) else math.nan
-    effect_b = float(groups[3].mean() - groups[2].mean()) if min(map(len, groups[2:])) else math.nan
-    nan = math.nan
-    if min(len(g) for g in groups) < max(min_seeds, 2):
-        return Interaction(effect_a, effect_b, effect_b - effect_a, nan, nan, nan, nan, nan, nan, margin, nan, nan,
-                           alpha, FEW)
-    difference, se, df, p = (float(x) for x in interaction_arrays(*groups))
-    if se == 0:  # every group constant: the interaction is exact
-        inside = abs(difference) < margin
-        p, tost_p, half = (1.0 if difference == 0 else 0.0), (0.0 if inside else 1.0), 0.0
-    else:
-        half = float(scipy_stats.t.ppf(1 - alpha / 2, df)) * se
-        tost_p = max(float(scipy_stats.t.sf((difference + margin) / se, df)),
-                     float(scipy_stats.t.cdf((difference - margin) / se, df)))
-    return Interaction(effect_a, effect_b, difference, difference - half, difference + half, se, df, p, p, margin,
-                       tost_p, tost_p, alpha, _verdict(p, tost_p, alpha))
-
-
-def adjusted(interaction: Interaction, p_adjusted: float, tost_adjusted: float) -> Interaction:
-    """The interaction with its family-adjusted p-values and the verdict they give."""
-    return replace(interaction, p_adjusted=p_adjusted, tost_adjusted=tost_adjusted,
-                   verdict=_verdict(p_adjusted, tost_adjusted, interaction.alpha))
-
-
-@dataclass(frozen=True)
-class RankCorrelation:
-    rho: float
-    p_value: float
-    n: int
-
-
-def rank_correlation(effects_a: Sequence[float], effects_b: Sequence[float]) -> RankCorrelation:
-    """Spearman's rho of the variants' effects on the two tasks (pairs with a NaN dropped)."""
-    pairs = [(a, b) for a, b in zip(effects_a, effects_b) if not (math.isnan(a) or math.isnan(b))]
-    if len(pairs) < 3:
-        return RankCorrelation(math.nan, math.nan, len(pairs))
-    result = scipy_stats.spearmanr([a for a, _ in pairs], [b for _, b in pairs])
-    return RankCorrelation(float(result.statistic), float(result.pvalue), len(pairs))
+def analyse_transfer(transfer: Transfer, tasks: dict[str, TaskAnalysis], alpha: float,
+                     min_seeds: int) -> TransferAnalysis:
+    first, second = (tasks[key] for key in transfer.tasks)
+    analysis = TransferAnalysis(transfer, first, second)
+    if first.primary != second.primary:
+        analysis.skipped = f"the tasks' primary metrics differ ({first.primary}, {second.primary})"
+        return analysis
+    for side in (first, second):
+        if side.below_floor:
+            analysis.skipped = f"`{side.task.key}` gets no verdicts: {side.below_floor}"
+            return analysis
+    margin = second.task.margin if second.task.margin is not None else first.task.margin
+    for variant in [v for v in first.comparisons if v in second.comparisons]:
+        (base_a, var_a), (base_b, var_b) = first.comparisons[variant].per_seed, second.comparisons[variant].per_seed
+        analysis.rows[variant] = compare_interaction(base_a, var_a, base_b, var_b, margin=margin or math.inf,
+                                                     alpha=alpha, min_seeds=min_seeds)
+    analysis.correlation = rank_correlation([i.effect_a for i in analysis.rows.values()],
+                                            [i.effect_b for i in analysis.rows.values()])
+    return analysis

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import norm
 
-from zoo.report.inference import clean
+from zoo.stats.welch import clean
 
 ASO_MIN_SEEDS = 5
 CONFIDENCE = 0.95

@@ -1,7 +1,7 @@
 """What a design could detect: power, minimum detectable effect and seeds needed.
 
 `power_of` is the power of the report's own per-seed test, simulated through its own functions with fixed
-random numbers (zoo/report/inference.py: Welch, and with unequal arms the exact permutation check), because
+random numbers (zoo/stats/welch.py: Welch, and with unequal arms the exact permutation check), because
 the noncentral-t formula is optimistic at small n (3 v 3, sd 1, effect 2: 0.46 predicted, 0.37 measured).
 `detectable` and `seeds_for` serve comparisons whose standard error is not a plain Welch one (corpus
 metrics, with test-set variance) through the noncentral t of that standard error and Welch's df.
@@ -24,8 +24,9 @@ import numpy as np
 from scipy import optimize
 from scipy import stats as scipy_stats
 
-ALPHA = 0.05
-POWER = 0.8
+from zoo.stats import ALPHA, POWER
+from zoo.stats.welch import permutation_p, welch_arrays
+
 MAX_SEEDS = 100
 SIMULATIONS = 4000
 POWER_SEED = 20261125
@@ -46,8 +47,6 @@ def power_of(effect: float, sd_baseline: float, sd_variant: float, n_baseline: i
         return math.nan
     if sd_baseline == sd_variant == 0:
         return 1.0 if effect != 0 else alpha
-    from zoo.report.inference import permutation_p, welch_arrays
-
     rng = np.random.default_rng(POWER_SEED)
     baseline = sd_baseline * rng.standard_normal((simulations, n_baseline))
     variant = effect + sd_variant * rng.standard_normal((simulations, n_variant))

@@ -1,56 +1,29 @@
-"""The report's transfer section: for each declared pair of tasks ([[transfers]] in the experiment file),
-each variant's effect on both, the interaction with its interval and test (zoo/report/transfer.py), and
-the rank correlation of the effects, with a plot of effect on the second task against effect on the first.
-
-The per-seed values are those of each task's own primary comparison (for corpus metrics, the per-seed
-corpus scores), so the interaction is tested on exactly the numbers the task sections show. It adds no
-test-sentence variance: the four arms are scored on one test set, whose sampling moves a variant's
-effect alike on both tasks and so largely cancels in a difference of differences. A task with
-no verdicts (below its trivial floor) gives no transfer row either.
-"""
+"""Transfer between tasks: each variant's effect on both tasks of a declared pair, the interaction and its
+verdict, the rank correlation, and a plot of effect on the second task against effect on the first
+(the analysis: zoo/report/transfer.py)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from zoo.experiment.config import Transfer
-from zoo.report.analysis import TaskAnalysis
 from zoo.report.plots import file_stem, plt, save
+from zoo.report.study import Report
 from zoo.report.tables import fmt_effect, fmt_p, label, md_table, verdict_text
-from zoo.report.transfer import CHANGES, HOLDS, Interaction, RankCorrelation, compare_interaction, rank_correlation
+from zoo.report.transfer import TransferAnalysis
+from zoo.stats.transfer import CHANGES, HOLDS, Interaction
 
 
-@dataclass
-class TransferAnalysis:
-    transfer: Transfer
-    first: TaskAnalysis
-    second: TaskAnalysis
-    rows: dict[str, Interaction] = field(default_factory=dict)  # variant -> its interaction
-    correlation: RankCorrelation | None = None
-    skipped: str = ""  # why there is no table
+class Transfers:
+    def title(self, report: Report) -> str:
+        return "Transfer between tasks"
 
-
-def analyse_transfer(transfer: Transfer, tasks: dict[str, TaskAnalysis], alpha: float,
-                     min_seeds: int) -> TransferAnalysis:
-    first, second = (tasks[key] for key in transfer.tasks)
-    analysis = TransferAnalysis(transfer, first, second)
-    if first.primary != second.primary:
-        analysis.skipped = f"the tasks' primary metrics differ ({first.primary}, {second.primary})"
-        return analysis
-    for found in (first, second):
-        if found.below_floor:
-            analysis.skipped = f"`{found.task.key}` gets no verdicts: {found.below_floor}"
-            return analysis
-    margin = second.task.margin if second.task.margin is not None else first.task.margin
-    for variant in [v for v in first.comparisons if v in second.comparisons]:
-        (base_a, var_a), (base_b, var_b) = first.comparisons[variant].per_seed, second.comparisons[variant].per_seed
-        analysis.rows[variant] = compare_interaction(base_a, var_a, base_b, var_b, margin=margin or math.inf,
-                                                     alpha=alpha, min_seeds=min_seeds)
-    analysis.correlation = rank_correlation([i.effect_a for i in analysis.rows.values()],
-                                            [i.effect_b for i in analysis.rows.values()])
-    return analysis
+    def render(self, report: Report, out_dir: Path) -> list[str] | None:
+        if not report.transfers:
+            return None
+        config = report.experiment.config
+        return transfer_section(report.transfers, config.name, config.analysis.min_seeds, out_dir,
+                                config.analysis.correction)
 
 
 def _transfer_verdict(interaction: Interaction) -> str:

@@ -1,7 +1,7 @@
 """Corpus metrics (BLEU, chrF) compared over seeds AND test sentences.
 
 A corpus metric of one run is computed from summed per-sentence sufficient statistics (sacreBLEU's
-n-gram matches and totals; see zoo/report/stats.py), so it varies for two reasons: the seed (which
+n-gram matches and totals; see zoo/metrics.py), so it varies for two reasons: the seed (which
 model training produced) and the test set (which sentences happened to be drawn). A difference
 between two variants should survive both (Clark et al. 2011; Bouthillier et al. 2021):
 
@@ -69,8 +69,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
-from zoo.report.inference import MIN_SEEDS, Difference, Equivalence, permutation_p, tost_from, verdict
-from zoo.report.stats import ALPHA, BOOTSTRAP_SEED, FEW, RESAMPLES, resample_counts
+from zoo.stats import ALPHA, FEW
+from zoo.stats.resample import BOOTSTRAP_SEED, RESAMPLES, resample_counts
+from zoo.stats.seeds import Difference, verdict
+from zoo.stats.tost import Equivalence, tost_from
+from zoo.stats.welch import MIN_SEEDS, permutation_p
 
 TEST_SET_ONLY = "test-set variation only"
 SEEDS_AND_SENTENCES = "Welch over seeds + sentence bootstrap"

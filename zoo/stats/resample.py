@@ -1,17 +1,12 @@
-"""Shared constants of the report's statistics, and the resampling of test sentences.
-
-The tests themselves live in inference.py (over seeds), corpus.py (over seeds and test sentences),
-outcomes.py (failure rates, steps to threshold), power.py and aso.py.
-"""
+"""Resampling test sentences: which sentence each bootstrap resample draws, shared by every system scored
+on one test set (the paired bootstrap of Koehn 2004; zoo/stats/corpus.py uses it)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-ALPHA = 0.05
 RESAMPLES = 1000
 BOOTSTRAP_SEED = 12345  # sacreBLEU's default seed; fixed so a report is reproducible
-BETTER, WORSE, SAME, FEW = "better", "worse", "no detectable difference", "not enough seeds"
 
 
 def resample_counts(sentences: int, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> np.ndarray:

@@ -36,16 +36,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import numpy as np
 from scipy import stats as scipy_stats
 
+from zoo.stats import ALPHA, POWER
+
 COMPLETE, STALLED, DIVERGED, FAILED = "complete", "stalled", "diverged", "failed"
 FINISHED = (COMPLETE, STALLED, DIVERGED)
 UNSTABLE = (STALLED, DIVERGED)
-ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ def fisher_power(rate_baseline: float, rate_variant: float, n_baseline: int, n_v
 
 
 def detectable_rise(rate_baseline: float, n_baseline: int, n_variant: int, alpha: float = ALPHA,
-                    power: float = 0.8) -> float:
+                    power: float = POWER) -> float:
     """The smallest rise of the failure rate above `rate_baseline` (the baseline's observed rate) that
     Fisher's test at `alpha` detects with `power`, to 0.01; NaN when not even a rate of 1 would be
     (too few runs). What 'no detectable difference' in failure rates could have seen."""
@@ -193,8 +194,6 @@ def detectable_rise(rate_baseline: float, n_baseline: int, n_variant: int, alpha
 def at_level(test: FailureComparison, level: float) -> FailureComparison:
     """`test` with its detectable rise computed at `level` (the level the report's correction makes a single
     rejection need), and whether any outcome could reach it at all."""
-    from dataclasses import replace
-
     n_b, n_v = test.baseline.n, test.variant.n
     if not (n_b and n_v):
         return test

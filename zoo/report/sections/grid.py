@@ -1,0 +1,39 @@
+"""Grid status: which runs are missing, stale or broken, said before any number."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from zoo.report.collect import STATUSES
+from zoo.report.study import Report
+from zoo.report.tables import md_text
+
+
+def grid_status(report: Report) -> list[str]:
+    frame = report.frame
+    counts = Counter(frame.status)
+    lines = [f"{len(frame)} runs planned: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]) + ".", ""]
+    problems = frame[~frame.status.isin(["complete", "diverged", "missing"])]
+    notes = [f"- `{r.variant} / {r.task} / seed-{r.seed}`: **{r.status}**: {md_text(r.reason)}"
+             for r in problems.itertuples()]
+    notes += _missing(frame)
+    if notes:
+        lines += ["Not counted in any statistic:", "", *notes, ""]
+    unchecked = sorted(report.analyst.records.unchecked_data)
+    if unchecked:
+        lines += [f"The data of {', '.join(unchecked)} is not on this machine: those records were matched to the "
+                  "experiment file without their data fingerprint.", ""]
+    return lines
+
+
+def _missing(frame) -> list[str]:
+    """Cells with no record yet, one line per task (a grid run part-way leaves many)."""
+    lines = []
+    for task, rows in frame[frame.status == "missing"].groupby("task", sort=False):
+        seeds = {variant: sorted(group.seed) for variant, group in rows.groupby("variant", sort=False)}
+        of_task = frame[frame.task == task]
+        same = len({tuple(v) for v in seeds.values()}) == 1 and len(seeds) == of_task.variant.nunique()
+        which = (f"every variant, seed {', '.join(map(str, next(iter(seeds.values()))))}" if same else
+                 "; ".join(f"{variant}: seed {', '.join(map(str, s))}" for variant, s in seeds.items()))
+        lines.append(f"- `{task}`: **{len(rows)} of {len(of_task)} cells not run yet** (no record): {which}")
+    return lines

@@ -1,0 +1,49 @@
+"""Method: how every number in the report was made, with the experiment's own settings."""
+
+from __future__ import annotations
+
+from zoo.report.study import Report
+
+
+def method_section(report: Report) -> list[str]:
+    settings = report.experiment.config.analysis
+    correction = "Holm" if settings.correction == "holm" else "Benjamini–Hochberg"
+    return [
+        "- The seed is the unit of evidence: each run gives one number per metric; variants are compared over seeds.",
+        "- Outcomes: complete, stalled (complete but the primary validation metric ended below the task's floor), "
+        "diverged (a non-finite loss), failed (raised). Quality uses complete runs only; instability (stalled + "
+        "diverged) has a Clopper–Pearson interval and is compared with the baseline by Fisher's exact test; "
+        "'detectable rise' is the smallest increase of the unstable share over the baseline's that the test "
+        "finds with 80% power at the level one rejection needs after the correction (alpha / the instability family; "
+        "exact binomial power); 'cannot reject after correction' where no outcome of the runs could reach it.",
+        "- Per-seed metrics: Welch's t-test and interval (Welch–Satterthwaite df); with unequal seed counts the "
+        "p-value is the larger of Welch's and an exact permutation p. Corpus metrics (BLEU, chrF, exact match) add "
+        "test-sentence variation: variance = Welch seed variance of the per-seed scores + paired sentence-bootstrap "
+        "variance (1000 resamples), Satterthwaite df. The sentence-only bootstrap p is shown for reference: it "
+        "holds the trained models fixed and sees no seed variation.",
+        f"- One verdict per task, on its primary metric. Its test, its TOST at the task's margin, the findings' own "
+        f"tests and any transfer interactions with their TOSTs form one family ({report.family} tests), p-values "
+        f"adjusted by {correction} at alpha {settings.alpha:g}: 'equivalent' needs the adjusted TOST p below alpha "
+        f"too. Instability tests form a second family ({report.failure_family} tests). Every other number is "
+        "descriptive.",
+        f"- No verdict below {settings.min_seeds} trained seeds per arm (per-seed values instead).",
+        "- Effect sizes: P(better) = chance that a random seed of the variant beats a random seed of the baseline "
+        "(Bouthillier et al. 2021); ASO ε_min = Almost Stochastic Order (Dror et al. 2019) over every run that trained "
+        "to the end, stalled ones included: below 0.2 (the authors' threshold) the variant almost dominates the "
+        "baseline; above it, no claim. Descriptive, at 5 or more seeds.",
+        f"- Power: 'detectable Δ' is the smallest true difference the design detects with {settings.power:.0%} power "
+        "at the level one rejection needs after the correction (alpha divided by the family's size: Holm's first "
+        "step; noncentral t from the comparison's own standard error); 'no difference larger than X could be "
+        "detected' is not evidence of no difference. 'seeds for ±X' is the number per arm that would detect the "
+        "task's target effect at that level, under the same variance model (a corpus metric's test-set variance "
+        "does not shrink with seeds).",
+        "- Equivalence only by TOST (two one-sided tests) against a margin declared per task in the experiment file.",
+        "- Placebos: variant pairs proven to compute one function and trained alike measure the noise floor.",
+        "- Steps to threshold: Kaplan–Meier median over finished runs (a run that never reaches it is censored at "
+        "its last evaluation). Curve area: mean level of the validation primary metric over training. "
+        "Δ over the last quarter: the last validation value minus the value at 75% of the steps, per seed; "
+        "a clearly positive interval says training was still improving when it stopped; one around 0 does "
+        "not show the plateau under a schedule that decays to zero (the decay flattens the end of any budget), "
+        "which only a longer budget can show (a task may declare `below_plateau`).",
+        "",
+    ]

@@ -1,0 +1,129 @@
+"""One task: its budget and trivial floors, run outcomes, quality, the verdicts against the baseline, plots."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from zoo.experiment import Experiment
+from zoo.report import plots
+from zoo.report.analysis import TaskAnalysis
+from zoo.report.collect import curves
+from zoo.report.study import Report
+from zoo.report.tables import (
+    comparison_rows,
+    descriptive_metrics,
+    descriptive_rows,
+    label,
+    md_table,
+    outcome_rows,
+    quality_rows,
+    task_metrics,
+)
+
+
+@dataclass
+class TaskSection:
+    analysis: TaskAnalysis
+
+    def title(self, report: Report) -> str:
+        return f"Task `{self.analysis.task.key}`"
+
+    def render(self, report: Report, out_dir: Path) -> list[str]:
+        return task_section(report, self.analysis, out_dir)
+
+
+def stall_rule(task, primary: str) -> str:
+    """When a complete run of `task` counts as stalled, in words."""
+    parts = [f"the final validation {label(primary)} < {task.stall_floor:g}"] if task.stall_floor is not None else []
+    if task.stall.patience:
+        parts.append(f"no gain in {task.stall.patience} evaluations")
+    if not parts:
+        return "no stall rule (every complete run counts in quality, at its score)"
+    return "stalled = complete but " + " or ".join(parts)
+
+
+def task_section(report: Report, analysis: TaskAnalysis, out_dir: Path) -> list[str]:
+    """The task's section under its heading: budget and floors, outcomes, quality, the verdicts, its plots."""
+    experiment, task = report.experiment, analysis.task
+    settings = experiment.config.analysis
+    metrics = task_metrics(task)
+    kind = {"text": "translation"}.get(task.task_class.kind, task.task_class.kind)
+    own, differ = budgets(experiment, task)
+    lines = [f"`{task.name}` ({kind}). Primary metric: **test {label(analysis.primary)}**; "
+             + stall_rule(task, analysis.primary)
+             + (f"; equivalence margin ±{task.margin:g}" if task.margin is not None else "; no equivalence margin")
+             + f". Baseline: **{experiment.config.baseline_label}**. Trained at {own}"
+             + (f" ({experiment.config.baseline_label}'s budget; {', '.join(differ)})" if differ else "")
+             + ", each budget with its own schedule: every verdict below holds at this budget only.", "",
+             *floor_lines(report, analysis),
+             "### Outcomes", "", md_table(*outcome_rows(experiment, analysis)), "",
+             "### Quality (trained seeds only)", "",
+             f"Mean [95% CI over seeds]; fewer than {settings.min_seeds} trained seeds show each seed's value. "
+             "* = interval clipped to the metric's range.", "",
+             md_table(*quality_rows(experiment, analysis, report.frame, metrics, report.analyst)), ""]
+    collapsed = [f"{v} ≡ {w}" for v, w in analysis.collapsed.items()]
+    if collapsed:
+        lines += ["Bit-identical at every logged step and in every test output, for every seed (one set of numbers, "
+                  "not a second sample; not tested against each other): " + "; ".join(collapsed) + ".", ""]
+    if analysis.comparisons:
+        lines += [f"### Against {experiment.config.baseline_label} on {label(analysis.primary)}"
+                  + ("" if differ else f" at {own}") + " (the verdicts)", "",
+                  md_table(*comparison_rows(experiment, analysis)), "", *confound_lines(report, analysis)]
+        lines += ["Other metrics, descriptive (difference [95% CI], no verdicts):", "",
+                  md_table(*descriptive_rows(analysis, descriptive_metrics(task))), ""]
+    stem = plots.file_stem(task.key)
+    figures = [("test metric per seed", plots.seed_values(experiment, analysis, report.analyst,
+                                                          out_dir / "plots" / f"{stem}-seeds.png"))]
+    if analysis.comparisons:
+        figures.append(("effects", plots.effects(experiment, analysis, out_dir / "plots" / f"{stem}-effects.png")))
+    logged = curves(report.analyst.records)
+    figures.append(("learning curves", plots.learning_curves(experiment, task, logged,
+                                                             out_dir / "plots" / f"{stem}-curves.png")))
+    for title, png in figures:
+        lines += [f"![{task.key}: {title}]({png.relative_to(out_dir).as_posix()})", ""]
+    return lines
+
+
+def confound_lines(report: Report, analysis: TaskAnalysis) -> list[str]:
+    """Variants whose trainable parameter count differs from the baseline's: their verdicts compare capacity too."""
+    rows = report.frame[(report.frame.task == analysis.task.key) & report.frame.parameters.notna()]
+    counts = rows.groupby("variant").parameters.median()
+    baseline = counts.get(report.experiment.config.baseline_label)
+    if baseline is None or not baseline:
+        return []
+    differ = [f"{variant} {int(n - baseline):+,} ({(n - baseline) / baseline:+.1%})"
+              for variant, n in counts.items() if variant in analysis.comparisons and n != baseline]
+    if not differ:
+        return []
+    return [f"Parameter confounds (trainable parameters against {report.experiment.config.baseline_label}'s "
+            f"{int(baseline):,}): " + "; ".join(differ) + ". Their verdicts compare a change of capacity as well.", ""]
+
+
+def _budget(config) -> str:
+    """A training config's budget in words: what every verdict on the task is conditional on."""
+    parts = [f"{config.steps:,} steps" if config.steps else "", f"{config.epochs:g} epochs" if config.epochs else "",
+             f"{config.minutes:g} minutes" if config.minutes else ""]
+    return " / ".join(p for p in parts if p)
+
+
+def budgets(experiment: Experiment, task) -> tuple[str, list[str]]:
+    """The baseline's budget on `task` ('4,000 steps'), and 'variant at its budget' for every variant that differs."""
+    seed, baseline = experiment.config.seeds[0], experiment.config.baseline_label
+    own = _budget(experiment.train_config(task, seed, baseline))
+    others = {v.label: _budget(experiment.train_config(task, seed, v.label)) for v in experiment.config.variants}
+    return own, [f"{variant} at {b}" for variant, b in others.items() if b != own]
+
+
+def floor_lines(report: Report, analysis: TaskAnalysis) -> list[str]:
+    """The task's trivial floors, and the line that replaces its verdicts when the baseline does not clear them."""
+    if analysis.floors is None:
+        return [f"Trivial floors: none recorded (`zoo floors {os.path.relpath(report.experiment.path)}` scores "
+                "them), so the verdicts are not checked against what doing nothing scores.", ""]
+    scores = ", ".join(f"{name} {value:.2f}" for name, value in analysis.floors.items())
+    lines = [f"Trivial floors (systems that learn nothing, scored like the models on test "
+             f"{label(analysis.primary)}): {scores}."]
+    if analysis.below_floor:
+        lines[0] += f" **No verdicts on this task**: {analysis.below_floor}."
+    return [*lines, ""]

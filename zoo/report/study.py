@@ -1,0 +1,83 @@
+"""The analysis of a whole experiment, everything report.md says computed once: each task's analysis, the
+equivalence matrix, the findings, transfers and placebo pairs, with p-values adjusted over the report's
+families (zoo/report/family.py). report.py only writes it; the CLI prints its tables too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from zoo.experiment import Experiment
+from zoo.experiment.floors import current_floor
+from zoo.report import findings as fnd
+from zoo.report.analysis import Analyst, TaskAnalysis
+from zoo.report.collect import ReportError, collect, load_records
+from zoo.report.equiv import Matrix, equivalence_matrix
+from zoo.report.family import Placebo, adjust_instability, adjust_verdicts
+from zoo.report.tables import descriptive_metrics
+from zoo.report.transfer import TransferAnalysis, analyse_transfer
+from zoo.rundir import RunError
+
+
+@dataclass
+class Report:
+    """Everything the markdown says, computed once (the CLI prints its tables too)."""
+
+    experiment: Experiment
+    frame: pd.DataFrame
+    analyst: Analyst
+    tasks: list[TaskAnalysis]
+    matrix: Matrix
+    checks: list[fnd.Check]
+    placebos: list[Placebo] = field(default_factory=list)
+    transfers: list[TransferAnalysis] = field(default_factory=list)
+    family: int = 0  # comparisons adjusted together
+    failure_family: int = 0
+
+
+def analyse(experiment: Experiment, records_root: Path) -> Report:
+    """The experiment's analysis from its records, every verdict settled on adjusted p-values."""
+    records = load_records(experiment, records_root)
+    frame = collect(experiment, records)
+    floors = {}
+    for task in experiment.config.tasks:
+        try:
+            floors[task.key] = current_floor(experiment, records_root, task)
+        except RunError as err:
+            raise ReportError(str(err)) from None
+    analyst = Analyst(experiment, records, frame, floors)
+    tasks = [analyst.task(task, descriptive_metrics(task)) for task in experiment.config.tasks]
+    matrix = equivalence_matrix(experiment, records)
+    checks = fnd.check(experiment, analyst, matrix, tasks)
+    report = Report(experiment, frame, analyst, tasks, matrix, checks)
+    settings = experiment.config.analysis
+    report.transfers = [analyse_transfer(transfer, {analysis.task.key: analysis for analysis in tasks}, settings.alpha,
+                                         settings.min_seeds) for transfer in experiment.config.transfers]
+    report.family, report.placebos = adjust_verdicts(tasks, checks, _placebos(report), report.transfers, settings)
+    report.failure_family = adjust_instability(tasks, checks, settings)
+    report.checks = [fnd.settle(check, settings.alpha) for check in checks]
+    return report
+
+
+def _placebos(report: Report) -> list[Placebo]:
+    """Pairs that compute one function and train alike: their differences are the experiment's noise."""
+    placebos = []
+    for analysis in report.tasks:
+        for a, b in report.matrix.equivalent_pairs():
+            if not report.matrix.alike(a, b):
+                continue
+            if analysis.collapsed.get(b) == a or analysis.collapsed.get(a) == b:
+                placebos.append((analysis.task.key, a, b, None))
+                continue
+            if a in analysis.collapsed or b in analysis.collapsed:
+                continue  # the same numbers as its representative's pair
+            baseline = report.experiment.config.baseline_label
+            if baseline in (a, b) and (b if a == baseline else a) in analysis.comparisons:
+                comparison = analysis.comparisons[b if a == baseline else a]
+            else:
+                comparison = report.analyst.compare(analysis.task, b, a, analysis.primary)
+            placebos.append((analysis.task.key, a, b, comparison))
+    return placebos
