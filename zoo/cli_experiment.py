@@ -185,13 +185,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         where = f" ({err.filename})" if err.filename else ""
         raise ReportError(f"--out: cannot write the report into {out}: {err.strerror or err}{where}; "
                           "point --out at a folder you can write, holding the records/ folder") from None
-    for found in report.tasks:
-        for title, (header, rows) in (("outcomes", outcome_rows(experiment, found)),
-                                      ("against the baseline", terminal_rows(experiment, found))):
+    for analysis in report.tasks:
+        for title, (header, rows) in (("outcomes", outcome_rows(experiment, analysis)),
+                                      ("against the baseline", terminal_rows(experiment, analysis))):
             if not rows:
                 continue
             shown = [i for i, name in enumerate(header) if name not in TERMINAL_OMITS]  # all are in report.md
-            table = Table(title=f"{experiment.name} / {found.task.key}: {title}", title_justify="left")
+            table = Table(title=f"{experiment.name} / {analysis.task.key}: {title}", title_justify="left")
             for i in shown:
                 table.add_column(header[i], justify="left" if i == 0 else "right", no_wrap=i == 0)
             for row in rows:
@@ -212,15 +212,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
                           f"the spread of a pilot: run a few seeds first (zoo run {args.experiment})")
     with errors.status("reading the records and testing as the report does..."):
         report = analyse(experiment, out / RECORDS)
-    analysis = experiment.config.analysis
-    level = analysis.alpha / max(report.family, 1)
-    for found in report.tasks:
-        task = found.task
+    settings = experiment.config.analysis
+    level = settings.alpha / max(report.family, 1)
+    for analysis in report.tasks:
+        task = analysis.task
         effect = args.effect if args.effect is not None else task.target_effect
-        header, rows = plan_rows(experiment, found, effect, level)
+        header, rows = plan_rows(experiment, analysis, effect, level)
         table = Table(title=f"{experiment.name} / {task.key}: seeds needed on {task.primary_metric} (power "
-                            f"{analysis.power:.0%} at {level:.2g}, the level one rejection needs after the report's "
-                            f"{analysis.correction} correction over {report.family} tests; seed spread and, for corpus "
+                            f"{settings.power:.0%} at {level:.2g}, the level one rejection needs after the report's "
+                            f"{settings.correction} correction over {report.family} tests; seed spread and, for corpus "
                             "metrics, test-set variance)", title_justify="left")
         for i, column in enumerate(header):
             table.add_column(column, justify="left" if i == 0 else "right")

@@ -162,9 +162,9 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in get_args(annotation):
-        found = _model_in(arg)
-        if found is not None:
-            return found
+        model = _model_in(arg)
+        if model is not None:
+            return model
     return None
 
 

@@ -180,8 +180,8 @@ def to_mlflow(experiment, records_root: Path, report_dir: Path, uri: str | None 
     if not cells:
         raise ExportError(f"{experiment.name}: no finished records in {records_root} to export")
     client = MlflowClient(uri)
-    found = client.get_experiment_by_name(experiment.name)
-    experiment_id = found.experiment_id if found else client.create_experiment(experiment.name)
+    existing = client.get_experiment_by_name(experiment.name)
+    experiment_id = existing.experiment_id if existing else client.create_experiment(experiment.name)
     now = int(time.time() * 1000)
     parent = client.create_run(experiment_id, run_name=experiment.name,
                                tags={"zoo.experiment_file": str(experiment.path)}).info.run_id

@@ -32,11 +32,11 @@ def preset_dirs() -> list[Path]:
 
 
 def preset_paths() -> dict[str, Path]:
-    found: dict[str, Path] = {}
+    by_name: dict[str, Path] = {}
     for folder in reversed(preset_dirs()):  # earlier folders win
         for path in sorted(folder.glob("*.toml")):
-            found[path.stem] = path
-    return dict(sorted(found.items()))
+            by_name[path.stem] = path
+    return dict(sorted(by_name.items()))
 
 
 def preset_names() -> list[str]:

@@ -123,8 +123,8 @@ class Registry:
 
     def entries(self, pattern: str = "*") -> list[Entry]:
         """All entries whose 'slot.name' matches a shell-style wildcard, e.g. 'attention.*' or '*norm*'."""
-        found = [e for slot in self._entries.values() for e in slot.values()]
-        return sorted((e for e in found if fnmatch.fnmatchcase(e.qualified, pattern)), key=lambda e: e.qualified)
+        entries = [e for slot in self._entries.values() for e in slot.values()]
+        return sorted((e for e in entries if fnmatch.fnmatchcase(e.qualified, pattern)), key=lambda e: e.qualified)
 
     def list(self, pattern: str = "*") -> list[str]:
         """Qualified names ('slot.name') matching `pattern`, like timm's list_models."""

@@ -82,8 +82,9 @@ def corpus_folder(data_dir: Path, corpus: str) -> Path:
     """`data_dir/corpus`, or a DataError listing the corpora that are there."""
     folder = data_dir / corpus
     if not folder.is_dir():
-        found = sorted(p.name for p in data_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
-        raise DataError(f"{folder}: no such corpus folder (corpora found in {data_dir}: {', '.join(found) or 'none'})")
+        corpora = sorted(p.name for p in data_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+        raise DataError(f"{folder}: no such corpus folder "
+                        f"(corpora found in {data_dir}: {', '.join(corpora) or 'none'})")
     return folder
 
 
@@ -97,11 +98,11 @@ def check_corpus_files(data_dir: Path, corpus: str, src: str, tgt: str) -> Path:
     `zoo train` and experiment validation fail in a moment on a missing corpus, not after a tokenizer
     is trained or half a grid has run."""
     folder = corpus_folder(data_dir, corpus)
-    found = languages(folder)
+    available = languages(folder)
     for role, lang in (("source", src), ("target", tgt)):
-        if lang not in found:
+        if lang not in available:
             raise DataError(f"{folder}: no {role} language {lang!r} (no {{train,valid,test}}.{lang} files; "
-                            f"languages found: {', '.join(found) or 'none'})")
+                            f"languages found: {', '.join(available) or 'none'})")
         for split in SPLITS:
             if not (folder / f"{split}.{lang}").is_file():
                 raise DataError(f"{folder / f'{split}.{lang}'}: missing; each language needs train, valid and test "

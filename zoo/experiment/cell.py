@@ -85,18 +85,18 @@ def _copy_record(cell: Cell, current: dict) -> str:
     `current` and it holds a result; returns its status, or '' when it cannot stand for this cell."""
     source = Path(cell.reuse)
     try:
-        found = records.read(source)
+        original = records.read(source)
     except rundir.RunError:
         return ""
-    if found["status"] not in ("complete", "diverged") or store.changes(found["definition"], current):
+    if original["status"] not in ("complete", "diverged") or store.changes(original["definition"], current):
         return ""
-    origin, made = found["cell"], found.get("provenance", {})
+    origin, made = original["cell"], original.get("provenance", {})
     # a copy of a copy names the record that was trained
     copied_from = made.get("copied_from") or f"{origin['experiment']}/{origin['variant']}/{origin['task']}/" \
                                              f"seed-{origin['seed']}"
-    copy = {**found, "cell": _cell_fields(cell), "provenance": {**made, "copied_from": copied_from}}
+    copy = {**original, "cell": _cell_fields(cell), "provenance": {**made, "copied_from": copied_from}}
     records.write(cell.record, copy)
-    return found["status"]
+    return original["status"]
 
 
 def _cell_fields(cell: Cell) -> dict:

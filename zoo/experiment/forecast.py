@@ -50,11 +50,11 @@ def _rates(paths: list[Path]) -> dict[str, list[float]]:
     rates: dict[str, list[float]] = {}
     for path in paths:
         try:
-            found = records.read(path)
+            record = records.read(path)
         except RunError:  # an unreadable record gives no rate; `zoo run` names it and runs its cell again
             continue
-        summary, definition = found.get("summary") or {}, store.normalise(found["definition"])
-        if found["status"] != "complete" or not summary.get("steps") or not summary.get("train_seconds"):
+        summary, definition = record.get("summary") or {}, store.normalise(record["definition"])
+        if record["status"] != "complete" or not summary.get("steps") or not summary.get("train_seconds"):
             continue
         key = store.digest({"task": definition.get("task"), "data": definition.get("data")})
         rates.setdefault(key, []).append(summary["train_seconds"] / summary["steps"])

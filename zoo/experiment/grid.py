@@ -84,11 +84,11 @@ def read_record(path: Path) -> dict | None:
 def cell_state(cell: Cell, current: dict) -> tuple[str, list[str]]:
     """('recorded' | 'stale' | 'todo', what changed) for a cell whose definition is now `current`.
     A failed record is no result: the cell is run again (and its record replaced)."""
-    found = read_record(cell.record)
-    if found is not None and found["status"] == "corrupt":
+    record = read_record(cell.record)
+    if record is not None and record["status"] == "corrupt":
         return "stale", [f"{cell.record} cannot be read"]
-    if found is not None and found["status"] != "failed":
-        changed = store.changes(found["definition"], current)
+    if record is not None and record["status"] != "failed":
+        changed = store.changes(record["definition"], current)
         return ("stale", changed) if changed else ("recorded", [])
     defined = cell.out / rundir.DEFINITION
     if defined.exists():
@@ -119,12 +119,12 @@ def reusable(experiment, grid: list[Cell], report_folders: list[Path]) -> list[C
     definition digest."""
     if not grid or not report_folders:
         return grid
-    found = store.records_by_digest(report_folders, exclude=Path(grid[0].records_root))
+    by_digest = store.records_by_digest(report_folders, exclude=Path(grid[0].records_root))
     out = []
     for cell in grid:
         entry = next(t for t in experiment.config.tasks if t.key == cell.task)
         current = store.definition(experiment, cell.variant, entry, cell.seed)
-        source = found.get(store.digest(current))
+        source = by_digest.get(store.digest(current))
         out.append(replace(cell, reuse=str(source)) if source and cell_state(cell, current)[0] != "recorded"
                    else cell)
     return out

@@ -216,7 +216,7 @@ def records_by_digest(report_folders: list[Path], exclude: Path) -> dict[str, Pa
     record has needs no training: the runner copies that record. The digest is read from the
     record's text (records are written with sorted keys, so the top-level field is found without
     parsing megabytes of JSON); the copy checks the whole definition."""
-    found: dict[str, Path] = {}
+    by_digest: dict[str, Path] = {}
     skip = Path(exclude).resolve()
     for folder in report_folders:
         if not (Path(folder) / RECORDS).is_dir():
@@ -227,8 +227,8 @@ def records_by_digest(report_folders: list[Path], exclude: Path) -> dict[str, Pa
                 continue
             match = _DIGEST_FIELD.search(path.read_text(errors="replace"))
             if match:
-                found.setdefault(match.group(1), path)
-    return found
+                by_digest.setdefault(match.group(1), path)
+    return by_digest
 
 
 # -- moving aside -----------------------------------------------------------------------------------

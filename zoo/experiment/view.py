@@ -23,8 +23,8 @@ def view_state(cell: Cell) -> str:
     """What the view shows for a cell: its record's status, else its run directory's, said to be elsewhere when
     another process holds its lock."""
     if cell.record.exists():
-        found = read_record(cell.record)
-        return found["status"] if found and found["status"] != "corrupt" else "failed"
+        record = read_record(cell.record)
+        return record["status"] if record and record["status"] != "corrupt" else "failed"
     state = rundir.status(cell.out)
     if state in ("pending", "started", "evaluating") and cell.lock.holder() not in (None, os.getpid()):
         return f"{state} elsewhere" if state != "pending" else "locked"
@@ -73,8 +73,8 @@ class GridView:
                     eta = f"  ETA {max(0.0, (time.time() - seen) * (1 - fraction) / fraction):.0f} s"
                 detail = line + (f"  {fraction:.0%}" if fraction is not None else "") + eta
             elif state in ("failed", "diverged"):
-                found = read_record(cell.record)
-                detail = (found or {}).get("reason") or self.notes.get(cell.name, "")
+                record = read_record(cell.record)
+                detail = (record or {}).get("reason") or self.notes.get(cell.name, "")
             elif state in ("locked", "evaluating elsewhere"):
                 detail = f"another zoo run (pid {cell.lock.holder()}) works on it; waiting"
             table.add_row(cell.variant, cell.task, str(cell.seed), f"[{STYLE.get(state, 'white')}]{state}[/]",

@@ -177,11 +177,11 @@ class Trainer:
         pos = Position()
         torch.manual_seed(c.seed)  # dropout
         metrics_file, checkpoint_file = self.out / METRICS, self.out / checkpoints.FILE
-        found = checkpoints.find(self.out)
-        if found is not None:
-            state = checkpoints.load(found)
+        latest = checkpoints.find(self.out)
+        if latest is not None:
+            state = checkpoints.load(latest)
             checkpoints.restore(state, model, optimizer)
-            pos = Position.restored(state.position, found)
+            pos = Position.restored(state.position, latest)
         # Lines logged after the checkpoint are replayed identically; drop them so none is doubled.
         kept = [row for row in read_metrics(metrics_file) if row["step"] <= pos.step]
         atomic_write(metrics_file, "".join(json.dumps(row) + "\n" for row in kept))
