@@ -86,7 +86,7 @@ def test_a_registered_executor_runs_the_grid_through_run_grid(tmp_path, inline):
     assert {name: status for name, (status, _) in results.items()} == {
         **{name: "complete" for name in ran}, "post-norm/copy/seed-0": "failed", "pre-norm/copy/seed-0": "failed"}
     assert results["post-norm/copy/seed-0"][1] == "not run"  # a cell the executor left out is said to be
-    assert records.read(tmp_path / "records" / "pre-norm" / "copy" / "seed-1.json")["status"] == "complete"
+    assert records.read(tmp_path / "records" / "pre-norm" / "copy" / "seed-1.json").status == "complete"
 
 
 def test_an_unknown_executor_names_the_valid_ones(tmp_path, capsys):

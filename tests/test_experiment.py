@@ -110,7 +110,7 @@ def test_a_failing_run_is_recorded_and_the_grid_goes_on(tmp_path, monkeypatch):
         "post-norm/copy/seed-0": "complete", "post-norm/copy/seed-1": "complete",
         "pre-norm/copy/seed-0": "failed", "pre-norm/copy/seed-1": "failed"}
     failure = records.read(tmp_path / "records" / "pre-norm/copy/seed-0.json")
-    assert failure["status"] == "failed" and "boom in pre-norm" in failure["reason"]
+    assert failure.status == "failed" and "boom in pre-norm" in failure.reason
     monkeypatch.setattr(zoo.train, "Trainer", real)  # the next `zoo run` retries failed cells only
     again = run_grid(load_experiment(SMOKE), tmp_path / "runs", tmp_path / "records", live=False)
     assert {s for s, _ in again.values()} == {"complete"}

@@ -423,7 +423,8 @@ def test_a_run_is_judged_stalled_on_the_tasks_declared_primary_metric():
     from zoo.stats.outcomes import StallRule, classify_run
 
     task = TaskEntry(name="wmt-ende-10k:en-de", primary="chrf")
-    record = {"status": "complete", "summary": {}, "final": {"bleu": 1.41, "chrf": 18.94}}
+    record = records.Record.model_construct(status="complete", summary=records.Summary(),
+                                            final={"bleu": 1.41, "chrf": 18.94})
     row = read_row(record, task, None, ["bleu", "chrf"])
     assert row["valid_metric"] == 18.94 and task.stall_floor == 10.0
     assert classify_run(row["status"], row["valid_metric"], (), StallRule(floor=task.stall_floor)) == "complete"

@@ -118,7 +118,7 @@ def test_changed_variant_overrides_are_stale_and_an_interrupted_cell_restarts_cl
     result = run(path, tmp_path)
     assert {s for s, _ in result.values()} == {"complete"}, result
     found = records.read(cell.record)
-    assert found["definition"]["train"]["steps"] == 40
+    assert found.definition["train"]["steps"] == 40
     assert all(r["definition"]["spec"]["dropout"] == 0.2 for name, r in all_records(tmp_path / "records").items()
                if name.startswith("pre-norm"))
 
@@ -143,8 +143,9 @@ def test_a_cell_another_experiment_recorded_is_copied_not_trained(tmp_path):
     copied, trained = [], []
     for cell in cells(load_experiment(path), study / "runs", study / "report" / "records"):
         record = records.read(cell.record)
-        (copied if "copied_from" in record["provenance"] else trained).append(cell.name)
-        assert record["cell"] == {"experiment": "study", "variant": cell.variant, "task": cell.task, "seed": cell.seed}
+        (copied if "copied_from" in record.provenance else trained).append(cell.name)
+        assert record.cell.model_dump() == {"experiment": "study", "variant": cell.variant, "task": cell.task,
+                                            "seed": cell.seed}
     assert sorted(copied) == ["post-norm/copy/seed-0", "post-norm/copy/seed-1", "pre-norm/copy/seed-0",
                               "pre-norm/copy/seed-1"]
     assert sorted(trained) == ["post-norm/copy/seed-2", "pre-norm/copy/seed-2"]
@@ -171,7 +172,7 @@ def test_a_stale_record_is_moved_aside_and_replaced_by_a_copy_of_the_current_def
     run_grid(load_experiment(path), study / "runs", records_root, live=False, reuse_from=[pilot / "report"])
     current = all_records(records_root)
     assert len(current) == 4 and all(r["summary"]["steps"] == 40 for r in current.values())
-    assert all("copied_from" in records.read(records_root / name)["provenance"] for name in current)
+    assert all("copied_from" in records.read(records_root / name).provenance for name in current)
     assert len(list((records_root / store.STALE).rglob("seed-*.json"))) == 4  # the 20-step ones, kept
 
 
@@ -225,7 +226,7 @@ def test_two_concurrent_zoo_runs_train_each_cell_once(tmp_path):
     for cell in cells(load_experiment(path), tmp_path / "runs", tmp_path / "out" / "records"):
         steps = [row["step"] for row in rundir.read_metrics(cell.out / rundir.METRICS) if "event" not in row]
         assert steps == list(range(1, 41)), cell.name  # one uninterrupted sequence: trained once
-        assert records.read(cell.record)["status"] == "complete"
+        assert records.read(cell.record).status == "complete"
     assert (tmp_path / "out" / "records" / ".floors" / "copy.json").is_file()  # zoo run scores the floors too
 
 
@@ -280,7 +281,7 @@ def test_a_corrupt_summary_fails_its_cell_and_the_grid_goes_on(tmp_path, garbage
     (cell.out / rundir.SUMMARY).write_text(garbage)
     result = run(path, tmp_path)
     assert result[cell.name][0] == "failed"
-    reason = records.read(cell.record)["reason"]
+    reason = records.read(cell.record).reason
     assert "summary.json" in reason and "\n" not in reason
     assert [s for name, (s, _) in result.items() if name != cell.name] == ["complete"] * 3
 
@@ -395,7 +396,7 @@ def test_a_complete_record_survives_an_experiment_file_broken_while_the_grid_run
     results = run_grid(experiment, tmp_path / "runs", tmp_path / "records", live=False)
     assert results["post-norm/copy/seed-1"][0] == "failed"  # it could not be checked, and says why
     assert record.read_bytes() == before
-    assert records.read(record)["status"] == "complete"
+    assert records.read(record).status == "complete"
 
 
 @pytest.mark.parametrize("plant", ["lock", "task-folder"])

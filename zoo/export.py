@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from zoo.errors import ExportError
+from zoo.experiment.record import Record
 from zoo.summary import diff, flatten
 
 TIMING = {"seconds", "tok_per_s", "tokens", "decoded_sentences"}  # not a curve a reader compares
@@ -35,7 +36,7 @@ class Cell:
     variant: str
     task: str
     seed: int
-    record: dict[str, Any]
+    record: Record
 
     @property
     def name(self) -> str:
@@ -47,9 +48,12 @@ def finished_cells(experiment, records_root: Path) -> list[Cell]:
     from zoo.report.collect import load_records
 
     records = load_records(experiment, records_root)
-    return [Cell(variant, task.key, seed, records.get(variant, task.key, seed)) for variant, task, seed
-            in experiment.grid() if (records.get(variant, task.key, seed) or {}).get("status") in
-            ("complete", "diverged")]
+    cells = []
+    for variant, task, seed in experiment.grid():
+        record = records.get(variant, task.key, seed)
+        if record is not None and record.status in ("complete", "diverged"):
+            cells.append(Cell(variant, task.key, seed, record))
+    return cells
 
 
 def hyperparameters(experiment, cell: Cell) -> dict[str, Any]:
@@ -66,10 +70,10 @@ def hyperparameters(experiment, cell: Cell) -> dict[str, Any]:
     return {k: (v if isinstance(v, (int, float, str, bool)) else str(v)) for k, v in values.items()}
 
 
-def curves(record: dict[str, Any]) -> dict[str, tuple[list[int], list[float]]]:
-    """'train/loss', 'eval/bleu', ... -> (steps, values), finite numbers only."""
+def curves(record: Record) -> dict[str, tuple[list[int], list[float]]]:
+    """'eval/bleu', 'train/loss', ... -> (steps, values), finite numbers only (evaluation first, as in the file)."""
     out = {}
-    for part, columns in (record.get("curves") or {}).items():
+    for part, columns in sorted(dict(record.curves or {}).items()):
         steps = columns.get("step") or []
         for column, values in columns.items():
             if column in ("step", "epoch") or column in TIMING:
@@ -81,8 +85,8 @@ def curves(record: dict[str, Any]) -> dict[str, tuple[list[int], list[float]]]:
     return out
 
 
-def test_metrics(record: dict[str, Any]) -> dict[str, float]:
-    return {k: float(v) for k, v in (record.get("test") or {}).items()
+def test_metrics(record: Record) -> dict[str, float]:
+    return {k: float(v) for k, v in (record.test or {}).items()
             if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in ("beam", "alpha", "sentences",
                                                                                     "tokens")}
 
@@ -126,7 +130,7 @@ def to_tensorboard(experiment, records_root: Path, out: Path) -> list[Path]:
             for summary in hparams_summary(hyperparameters(experiment, cell), metrics):
                 writer.file_writer.add_summary(summary)
             for tag, value in metrics.items():
-                writer.add_scalar(tag, value, int(cell.record.get("summary", {}).get("steps") or 0))
+                writer.add_scalar(tag, value, int(cell.record.summary.steps or 0))
         written.append(folder)
     groups: dict[tuple[str, str], list[Cell]] = defaultdict(list)
     for cell in cells:
@@ -192,9 +196,8 @@ def to_mlflow(experiment, records_root: Path, report_dir: Path, uri: str | None 
         client.log_artifacts(parent, str(Path(report_dir) / "plots"), "plots")
     client.set_terminated(parent)
     for cell in cells:
-        provenance = cell.record.get("provenance") or {}
-        tags = {"mlflow.parentRunId": parent, "zoo.definition_digest": str(cell.record.get("definition_digest")),
-                "zoo.commit": str(provenance.get("commit", "unknown")), "zoo.status": str(cell.record.get("status"))}
+        tags = {"mlflow.parentRunId": parent, "zoo.definition_digest": cell.record.definition_digest,
+                "zoo.commit": str(cell.record.provenance.get("commit", "unknown")), "zoo.status": cell.record.status}
         run = client.create_run(experiment_id, run_name=cell.name, tags=tags).info.run_id
         metrics = [Metric(tag, value, now, step) for tag, (steps, values) in curves(cell.record).items()
                    for step, value in zip(steps, values)]
@@ -205,5 +208,5 @@ def to_mlflow(experiment, records_root: Path, report_dir: Path, uri: str | None 
             client.log_batch(run, params=params[start:start + 100])
         for start in range(0, len(metrics), 1000):
             client.log_batch(run, metrics=metrics[start:start + 1000])
-        client.set_terminated(run, status="FINISHED" if cell.record.get("status") == "complete" else "FAILED")
+        client.set_terminated(run, status="FINISHED" if cell.record.status == "complete" else "FAILED")
     return uri, parent

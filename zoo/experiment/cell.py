@@ -51,7 +51,7 @@ def _run_cell(cell: Cell, threads: int | None) -> str:
     digest = store.digest(current)
     state, _ = cell_state(cell, current)
     if state == "recorded":
-        return records.read(cell.record)["status"]
+        return records.read(cell.record).status
     if state == "stale":
         _move_aside(cell.record, Path(cell.records_root))
         _move_aside(cell.out, Path(cell.runs_root))
@@ -88,15 +88,15 @@ def _copy_record(cell: Cell, current: dict) -> str:
         original = records.read(source)
     except rundir.RunError:
         return ""
-    if original["status"] not in ("complete", "diverged") or store.changes(original["definition"], current):
+    if original.status not in ("complete", "diverged") or store.changes(original.definition, current):
         return ""
-    origin, made = original["cell"], original.get("provenance", {})
+    origin, made = original.cell, original.provenance
     # a copy of a copy names the record that was trained
-    copied_from = made.get("copied_from") or f"{origin['experiment']}/{origin['variant']}/{origin['task']}/" \
-                                             f"seed-{origin['seed']}"
-    copy = {**original, "cell": _cell_fields(cell), "provenance": {**made, "copied_from": copied_from}}
+    copied_from = made.get("copied_from") or f"{origin.experiment}/{origin.variant}/{origin.task}/seed-{origin.seed}"
+    copy = original.model_copy(update={"cell": records.Cell(**_cell_fields(cell)),
+                                       "provenance": {**made, "copied_from": copied_from}})
     records.write(cell.record, copy)
-    return original["status"]
+    return original.status
 
 
 def _cell_fields(cell: Cell) -> dict:
@@ -110,7 +110,8 @@ def _record_failure(cell: Cell, err: BaseException) -> str:
     so the record is left as it is and the failure goes to failed.json."""
     reason = " ".join(f"{type(err).__name__}: {err}".split())
     trace = traceback.format_exc()
-    kept = (read_record(cell.record) or {}).get("status") in ("complete", "diverged")
+    record = read_record(cell.record)
+    kept = record is not None and record.status in ("complete", "diverged")
     places = [] if kept else [lambda: records.write(cell.record, records.failed(
         records.base(_cell_fields(cell), {}, "", cell.concurrent, cell.commit), reason, trace))]
     places.append(lambda: rundir.write_json(cell.out / rundir.FAILED, {"reason": reason, "traceback": trace}))

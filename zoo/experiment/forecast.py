@@ -53,11 +53,12 @@ def _rates(paths: list[Path]) -> dict[str, list[float]]:
             record = records.read(path)
         except RunError:  # an unreadable record gives no rate; `zoo run` names it and runs its cell again
             continue
-        summary, definition = record.get("summary") or {}, store.normalise(record["definition"])
-        if record["status"] != "complete" or not summary.get("steps") or not summary.get("train_seconds"):
+        summary = record.summary  # a complete record has one
+        if record.status != "complete" or not summary.steps or not summary.train_seconds:
             continue
+        definition = store.normalise(record.definition)
         key = store.digest({"task": definition.get("task"), "data": definition.get("data")})
-        rates.setdefault(key, []).append(summary["train_seconds"] / summary["steps"])
+        rates.setdefault(key, []).append(summary.train_seconds / summary.steps)
     return rates
 
 

@@ -71,24 +71,25 @@ def cells(experiment, runs_root: Path, records_root: Path, concurrent: int = 1, 
                  commit, plugins=plugins) for variant, task, seed in ordered]
 
 
-def read_record(path: Path) -> dict | None:
-    """The record at `path`, or None when there is none or it is unreadable (then it is moved aside)."""
+def read_record(path: Path) -> records.Record | None:
+    """The record at `path`, or None when there is none or it is unreadable (a cell whose record file
+    exists but reads as None is stale: its record is moved aside)."""
     if not path.exists():
         return None
     try:
         return records.read(path)
     except rundir.RunError:
-        return {"status": "corrupt", "definition": {}}
+        return None
 
 
 def cell_state(cell: Cell, current: dict) -> tuple[str, list[str]]:
     """('recorded' | 'stale' | 'todo', what changed) for a cell whose definition is now `current`.
     A failed record is no result: the cell is run again (and its record replaced)."""
     record = read_record(cell.record)
-    if record is not None and record["status"] == "corrupt":
+    if record is None and cell.record.exists():
         return "stale", [f"{cell.record} cannot be read"]
-    if record is not None and record["status"] != "failed":
-        changed = store.changes(record["definition"], current)
+    if record is not None and record.status != "failed":
+        changed = store.changes(record.definition, current)
         return ("stale", changed) if changed else ("recorded", [])
     defined = cell.out / rundir.DEFINITION
     if defined.exists():

@@ -150,7 +150,11 @@ def failed(head: dict[str, Any], reason: str, trace: str) -> dict[str, Any]:
     return {**head, "status": "failed", "reason": reason, "traceback": trace[-4000:]}
 
 
-def write(path: Path, record: dict[str, Any]) -> None:
+def write(path: Path, record: Record | dict[str, Any]) -> None:
+    """Write a record (a model as it was read or built: the fields it was given, extras included, and no
+    others, so a record read and written again is the same bytes), sorted and compact."""
+    if isinstance(record, Record):
+        record = record.model_dump(exclude_unset=True)
     text = json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=True) + "\n"
     if len(text.encode()) > MAX_BYTES:
         raise RunError(f"{path}: the record would be {len(text.encode()):,} bytes, over {MAX_BYTES:,}; "
@@ -158,12 +162,11 @@ def write(path: Path, record: dict[str, Any]) -> None:
     atomic_write(path, text)
 
 
-def read(path: Path) -> dict[str, Any]:
+def read(path: Path) -> Record:
     """A record, checked against the format above (shapes, types, and a complete record's test metrics
     against its own per-sentence statistics); RunError naming the file and the first problem otherwise."""
-    record = read_table(path)
     try:
-        Record.model_validate(record)
+        record = Record.model_validate(read_table(path))
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "record"
@@ -175,6 +178,16 @@ def read(path: Path) -> dict[str, Any]:
 
 
 Value = StrictFloat | StrictInt | StrictStr | None  # JSON numbers (NaN/inf from a diverged loss), text, null
+
+
+class Cell(BaseModel):
+    """Which grid cell a record is of (a copied record names the cell it was copied to)."""
+
+    model_config = ConfigDict(extra="allow")
+    experiment: StrictStr
+    variant: StrictStr
+    task: StrictStr
+    seed: StrictInt
 
 
 class Summary(BaseModel):
@@ -206,12 +219,12 @@ class Curves(BaseModel):
 
 
 class Record(BaseModel):
-    """The record format of the module docstring, checked when a record is read (extra fields are kept:
-    a record written by a later zoo may carry more)."""
+    """The record format of the module docstring: what `read` checks and returns, so a reader names the
+    fields it uses (extra fields are kept, and written back: a record written by a later zoo may carry more)."""
 
     model_config = ConfigDict(extra="allow")
     format: Literal[1]
-    cell: dict[str, Any]
+    cell: Cell
     definition: dict[str, Any]
     definition_digest: StrictStr
     status: Literal["complete", "diverged", "failed"]
@@ -233,12 +246,12 @@ class Record(BaseModel):
         return self
 
 
-def inconsistency(record: dict[str, Any]) -> str:
+def inconsistency(record: Record) -> str:
     """Where a complete record's test metrics disagree with what its per-sentence statistics give (a record
     edited by hand, or damaged), '' when they agree: a report computes from both, and they must be one story."""
-    if record.get("status") != "complete":
+    if record.status != "complete":
         return ""
-    test, sentences = record["test"], record["sentences"]
+    test, sentences = record.test, record.sentences  # present: the model requires them of a complete record
     recomputed = {}
     for name, rows in sentences.items():
         metric = metrics.find(name)

@@ -24,7 +24,7 @@ def view_state(cell: Cell) -> str:
     another process holds its lock."""
     if cell.record.exists():
         record = read_record(cell.record)
-        return record["status"] if record and record["status"] != "corrupt" else "failed"
+        return record.status if record is not None else "failed"
     state = rundir.status(cell.out)
     if state in ("pending", "started", "evaluating") and cell.lock.holder() not in (None, os.getpid()):
         return f"{state} elsewhere" if state != "pending" else "locked"
@@ -74,7 +74,7 @@ class GridView:
                 detail = line + (f"  {fraction:.0%}" if fraction is not None else "") + eta
             elif state in ("failed", "diverged"):
                 record = read_record(cell.record)
-                detail = (record or {}).get("reason") or self.notes.get(cell.name, "")
+                detail = (record.reason if record is not None else "") or self.notes.get(cell.name, "")
             elif state in ("locked", "evaluating elsewhere"):
                 detail = f"another zoo run (pid {cell.lock.holder()}) works on it; waiting"
             table.add_row(cell.variant, cell.task, str(cell.seed), f"[{STYLE.get(state, 'white')}]{state}[/]",

@@ -30,6 +30,7 @@ import pandas as pd
 from zoo import metrics
 from zoo.experiment import Experiment
 from zoo.experiment.config import TaskEntry
+from zoo.experiment.record import Record
 from zoo.report.collect import Records, sentence_stats
 from zoo.stats import FEW, POWER
 from zoo.stats import outcomes as oc
@@ -107,14 +108,18 @@ class TaskAnalysis:
     below_floor: str = ""  # why the task gets no verdicts: its baseline does not clear a trivial floor
 
 
-def _fingerprint(record: dict) -> str:
+FINGERPRINTED = ("curves", "test", "hypotheses", "final", "status")
+
+
+def _fingerprint(record: Record) -> str:
     """Hash of everything a run logged except timings: equal hashes = bit-identical numbers."""
     def strip(value):
         if isinstance(value, dict):
             return {k: strip(v) for k, v in value.items() if k not in TIMINGS}
         return value
 
-    payload = {k: strip(record.get(k)) for k in ("curves", "test", "hypotheses", "final", "status")}
+    logged = record.model_dump(include=set(FINGERPRINTED), exclude_unset=True)  # as the record file has them
+    payload = {k: strip(logged.get(k)) for k in FINGERPRINTED}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -148,8 +153,8 @@ class Analyst:
         return oc.classify_run(status, float(row.valid_metric.iloc[0]), curve[1], rule)
 
     def eval_curve(self, variant: str, task: TaskEntry, seed: int, metric: str) -> tuple[list, list]:
-        record = self.records.get(variant, task.key, seed) or {}
-        columns = (record.get("curves") or {}).get("eval") or {}
+        record = self.records.get(variant, task.key, seed)
+        columns = record.curves.eval if record is not None and record.curves is not None else {}
         steps, values = columns.get("step") or [], columns.get(metric) or []
         pairs = [(s, float(v)) for s, v in zip(steps, values) if isinstance(v, (int, float))]
         return [s for s, _ in pairs], [v for _, v in pairs]
@@ -181,7 +186,7 @@ class Analyst:
         collapsed = {}
         for variant in order:
             seed_records = [self.records.get(variant, task.key, s) for s in self.experiment.config.seeds]
-            if any(r is None or r["status"] == "failed" for r in seed_records):
+            if any(r is None or r.status == "failed" for r in seed_records):
                 continue
             key = "|".join(_fingerprint(r) for r in seed_records)
             if key in prints:

@@ -38,6 +38,7 @@ from zoo.errors import ZooError
 from zoo.experiment import Experiment, store
 from zoo.experiment import record as record_file
 from zoo.experiment.config import TaskEntry
+from zoo.experiment.record import Record, Summary
 from zoo.rundir import RunError
 
 KEYS = ("variant", "task", "seed", "status", "reason")
@@ -80,11 +81,11 @@ class Records:
     """The records of an experiment's grid, keyed by (variant, task, seed); stale ones kept apart."""
 
     root: Path
-    by_cell: dict[tuple[str, str, int], dict[str, Any]] = field(default_factory=dict)
+    by_cell: dict[tuple[str, str, int], Record] = field(default_factory=dict)
     stale: dict[tuple[str, str, int], list[str]] = field(default_factory=dict)  # cell -> what changed
     unchecked_data: set[str] = field(default_factory=set)  # tasks whose data could not be fingerprinted here
 
-    def get(self, variant: str, task: str, seed: int) -> dict[str, Any] | None:
+    def get(self, variant: str, task: str, seed: int) -> Record | None:
         return self.by_cell.get((variant, task, seed))
 
 
@@ -103,7 +104,7 @@ def load_records(experiment: Experiment, records_root: str | Path) -> Records:
         current = definitions.setdefault((variant, task.key, seed), store.definition(experiment, variant, task, seed))
         if current["data"] is None:
             result.unchecked_data.add(task.key)
-        changed = store.changes(record["definition"], current) if record["status"] != "failed" else []
+        changed = store.changes(record.definition, current) if record.status != "failed" else []
         if changed:
             result.stale[(variant, task.key, seed)] = changed
         else:
@@ -111,7 +112,7 @@ def load_records(experiment: Experiment, records_root: str | Path) -> Records:
     return result
 
 
-def read_row(record: dict[str, Any] | None, task: TaskEntry, stale: list[str] | None,
+def read_row(record: Record | None, task: TaskEntry, stale: list[str] | None,
              metric_names: list[str]) -> dict[str, Any]:
     """One row of the results table from a cell's record (which may be missing or stale)."""
     row: dict[str, Any] = {column: math.nan for column in (*RUN_COLUMNS, *metric_names, *AFTER)}
@@ -120,17 +121,17 @@ def read_row(record: dict[str, Any] | None, task: TaskEntry, stale: list[str] | 
         return {**row, "status": "stale", "reason": "recorded under another definition: " + "; ".join(stale[:3])}
     if record is None:
         return row
-    if record["status"] == "failed":
-        return {**row, "status": "failed", "reason": " ".join(str(record.get("reason", "")).split()) or "failed"}
-    summary, final = record.get("summary") or {}, record.get("final") or {}
-    tokens, seconds = _number(summary.get("tokens")), _number(summary.get("train_seconds"))
-    row.update(status=record["status"], reason=record.get("reason", ""), parameters=_number(summary.get("parameters")),
-               steps=_number(summary.get("steps")), tokens=tokens, train_seconds=seconds,
-               tok_per_s=tokens / seconds if seconds > 0 else math.nan, device=str(summary.get("device", "")),
-               concurrent_runs=_number((record.get("provenance") or {}).get("concurrent_runs")),
+    if record.status == "failed":
+        return {**row, "status": "failed", "reason": " ".join(record.reason.split()) or "failed"}
+    summary, final = record.summary or Summary(), record.final or {}
+    tokens, seconds = _number(summary.tokens), _number(summary.train_seconds)
+    row.update(status=record.status, reason=record.reason, parameters=_number(summary.parameters),
+               steps=_number(summary.steps), tokens=tokens, train_seconds=seconds,
+               tok_per_s=tokens / seconds if seconds > 0 else math.nan, device=str(summary.device or ""),
+               concurrent_runs=_number(record.provenance.get("concurrent_runs")),
                valid_loss=_number(final.get("valid_loss")), valid_nll=_number(final.get("valid_nll")),
                valid_ppl=_number(final.get("valid_ppl")), valid_metric=_number(final.get(task.primary_metric)))
-    test = record.get("test")
+    test = record.test
     if test:
         row.update({name: _number(test.get(name)) for name in metric_names})
         row.update(test_nll=_number(test.get("nll")), test_ppl=_number(test.get("ppl")))
@@ -155,7 +156,7 @@ def curves(records: Records) -> pd.DataFrame:
     frames = []
     for (variant, task, seed), record in records.by_cell.items():
         for kind in ("train", "eval"):
-            columns = (record.get("curves") or {}).get(kind) or {}
+            columns = getattr(record.curves, kind) if record.curves is not None else {}
             if not columns.get("step"):
                 continue
             table = pd.DataFrame({k: pd.to_numeric(pd.Series(v), errors="coerce") for k, v in columns.items()})
@@ -169,5 +170,5 @@ def sentence_stats(records: Records, variant: str, task: str, seed: int, metric:
     """(N, k) per-sentence statistics of a complete cell's test set for `metric`, as the metric reads its
     recorded ones (zoo/metrics.py), or None when the record has none."""
     record = records.get(variant, task, seed)
-    rows = ((record or {}).get("sentences") or {}).get(metric)
+    rows = (record.sentences or {}).get(metric) if record is not None else None
     return None if rows is None else metrics.get(metric).as_array(rows)

@@ -83,9 +83,9 @@ def run_spec(experiment: Experiment, records: Records, label: str) -> tuple[Mode
     for task in tasks:
         for seed in seeds:
             record = records.get(label, task.key, seed)
-            if record is not None and isinstance(record.get("spec"), dict):
+            if record is not None and record.spec is not None:
                 where = record_path(records.root, label, task.key, seed)
-                return validate_spec(record["spec"], source=str(where)), where.relative_to(records.root).as_posix()
+                return validate_spec(record.spec, source=str(where)), where.relative_to(records.root).as_posix()
     return experiment.specs[label], "the experiment file (no record yet)"
 
 

@@ -1,0 +1,60 @@
+"""The typed record: `record.read` gives the model, and writing what was read gives the very bytes read, so
+records committed beside reports, records copied between experiments and diverged records (NaN, inf) are
+written as they always were."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from zoo.experiment import record as records
+from zoo.experiment.cell import _copy_record
+from zoo.experiment.grid import Cell
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMITTED = sorted(ROOT.glob("reports/*/records/*/*/seed-*.json"))
+SAMPLE = COMMITTED[::10]  # every report folder's records, a tenth of them (all of them take ~10 s here)
+HEAD = {"format": 1, "cell": {"experiment": "e", "variant": "v", "task": "copy", "seed": 0}, "definition": {"x": 1},
+        "definition_digest": "d", "provenance": {"zoo": "0", "concurrent_runs": 1}}
+
+
+def _round_trip(source: Path, tmp_path: Path) -> bytes:
+    again = tmp_path / "again.json"
+    records.write(again, records.read(source))
+    return again.read_bytes()
+
+
+@pytest.mark.parametrize("path", SAMPLE, ids=[p.relative_to(ROOT / "reports").as_posix() for p in SAMPLE])
+def test_a_committed_record_read_and_written_again_is_the_same_bytes(path, tmp_path):
+    assert _round_trip(path, tmp_path) == path.read_bytes()
+
+
+@pytest.mark.parametrize("record", [
+    {**HEAD, "status": "diverged", "reason": "loss is nan at step 7", "summary": {"steps": 7, "device": None},
+     "spec": {}, "final": None, "curves": {"train": {"step": [1, 2], "loss": [math.nan, math.inf]}, "eval": {}},
+     "later": {"a field": "a later zoo wrote"}},
+    {**HEAD, "status": "failed", "reason": "boom", "traceback": "Traceback ..."},
+], ids=["diverged", "failed"])
+def test_diverged_and_failed_records_and_extra_fields_survive_a_round_trip(record, tmp_path):
+    path = tmp_path / "seed-0.json"
+    records.write(path, record)
+    assert _round_trip(path, tmp_path) == path.read_bytes()
+    read = records.read(path)
+    assert read.status == record["status"] and read.cell.seed == 0
+
+
+def test_a_copied_record_differs_from_its_original_in_cell_and_provenance_only(tmp_path):
+    source = next(p for p in COMMITTED if "copied_from" not in json.loads(p.read_text())["provenance"])
+    original = json.loads(source.read_text())
+    cell = Cell("study.toml", "study", "copy-variant", original["cell"]["task"], 7, str(tmp_path / "runs"),
+                str(tmp_path / "records"), reuse=str(source))
+    assert _copy_record(cell, original["definition"]) == original["status"]
+    made = original["cell"]
+    expected = {**original, "cell": {"experiment": "study", "variant": "copy-variant", "task": made["task"], "seed": 7},
+                "provenance": {**original["provenance"], "copied_from":
+                               f"{made['experiment']}/{made['variant']}/{made['task']}/seed-{made['seed']}"}}
+    text = json.dumps(expected, sort_keys=True, separators=(",", ":"), allow_nan=True) + "\n"
+    assert cell.record.read_text() == text
