@@ -133,3 +133,10 @@ def test_a_plugin_executor_is_listed_and_runs_with_its_own_options(tmp_path, cap
         assert "queued on long" in capsys.readouterr().err
     finally:
         EXECUTORS.unregister("queue-test")
+
+
+def test_a_flag_of_another_executor_is_one_line(capsys):
+    """--workers with the ray executor (or --threads with local) would be ignored; it is refused instead."""
+    assert main(["run", str(SMOKE), "--executor", "local", "--threads", "2", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["zoo: error: --threads: executor local takes no threads (its options: workers)"]

@@ -376,7 +376,7 @@ def test_a_complete_record_survives_an_experiment_file_broken_while_the_grid_run
     """The probe's data loss: seed 1 recorded, a grid of seeds [0, 1] started, and while seed 0 trains an
     editor half-saves the TOML (`steps = `). Seed 1 then cannot reload the experiment and fails; its complete
     record must stay as it was, not be replaced by a failed one."""
-    from zoo.experiment import cell as runner
+    from zoo.experiment import cell as cell_module
 
     path = experiment_file(tmp_path, **{"seeds = [0, 1]": "seeds = [1]"})
     assert run(path, tmp_path)["post-norm/copy/seed-1"][0] == "complete"
@@ -384,7 +384,7 @@ def test_a_complete_record_survives_an_experiment_file_broken_while_the_grid_run
     before = record.read_bytes()
     path.write_text(path.read_text().replace("seeds = [1]", "seeds = [0, 1]"))
     experiment = load_experiment(path)
-    real = runner._run_cell
+    real = cell_module._run_cell
 
     def run_then_break_the_file(cell, threads):
         status = real(cell, threads)
@@ -392,7 +392,7 @@ def test_a_complete_record_survives_an_experiment_file_broken_while_the_grid_run
             path.write_text(path.read_text() + "\nsteps = \n")  # a half-saved line
         return status
 
-    monkeypatch.setattr(runner, "_run_cell", run_then_break_the_file)
+    monkeypatch.setattr(cell_module, "_run_cell", run_then_break_the_file)
     results = run_grid(experiment, tmp_path / "runs", tmp_path / "records", live=False)
     assert results["post-norm/copy/seed-1"][0] == "failed"  # it could not be checked, and says why
     assert record.read_bytes() == before

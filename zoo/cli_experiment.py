@@ -13,7 +13,7 @@ from rich.table import Table
 
 from zoo.config_io import parse_assignments
 from zoo.experiment import load_experiment, store
-from zoo.experiment.executors import EXECUTORS, create
+from zoo.experiment.executors import EXECUTORS, ExecutorError, create
 
 RECORDS = store.RECORDS
 
@@ -64,8 +64,10 @@ def _executor(args: argparse.Namespace):
     """The executor `--executor` names, with the options it declares taken from their flags (--workers,
     --address, --threads) and from --executor-option KEY=VALUE (a plugin executor's own options)."""
     declared = EXECUTORS.get(args.executor).Options.model_fields
-    flags = {name: getattr(args, name) for name in EXECUTOR_FLAGS
-             if name in declared and getattr(args, name) is not None}
+    flags = {name: getattr(args, name) for name in EXECUTOR_FLAGS if getattr(args, name) is not None}
+    for name in flags.keys() - declared.keys():  # a flag of another executor would be ignored silently
+        raise ExecutorError(f"--{name}: executor {args.executor} takes no {name} "
+                            f"(its options: {', '.join(declared) or 'none'})")
     given = parse_assignments(args.executor_option, "--executor-option", "workers=2")
     return create(args.executor, **{**flags, **given})
 
@@ -92,7 +94,7 @@ def _dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace) -> int
                       "—" if row.seconds_per_step is None else f"{row.seconds_per_step:.3f}",
                       "unknown" if hours is None or row.unbounded else f"{hours / 3600:.1f}")
     console.print(table)
-    workers = max(1, args.workers)
+    workers = max(1, args.workers or 1)
     console.print(f"about {total / 3600:.1f} core-hours of training left"
                   + (f" (and an unknown amount for {', '.join(unknown)}: no complete record of the same task and "
                      "data gives a rate, or the budget is not in steps)" if unknown else "")
@@ -255,9 +257,9 @@ def add_commands(sub) -> None:
                    f"{', '.join(EXECUTORS.names())} or a plugin's executor (zoo list 'executor.*'; default local)")
     p.add_argument("--executor-option", action="append", metavar="KEY=VALUE", help="an option of the executor "
                    "(e.g. a plugin executor's own), repeatable; local takes workers, ray address and threads")
-    p.add_argument("--workers", type=int, default=1, help="local: worker processes, CPU threads split between them")
+    p.add_argument("--workers", type=int, help="local: worker processes, CPU threads split between them (default 1)")
     p.add_argument("--address", help="ray: address of an existing cluster (default: start a local Ray instance)")
-    p.add_argument("--threads", type=int, default=1, help="ray: CPUs (and torch threads) per run")
+    p.add_argument("--threads", type=int, help="ray: CPUs (and torch threads) per run (default 1)")
     p.add_argument("--report", action="store_true", help="write the report when the grid is done (zoo report)")
     p.add_argument("--no-live", action="store_true", help="no live grid display")
     p.add_argument("--dry-run", action="store_true", help="train, move and write nothing: print per task how many "
