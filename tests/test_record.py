@@ -40,7 +40,7 @@ def test_a_committed_record_read_and_written_again_is_the_same_bytes(path, tmp_p
 ], ids=["diverged", "failed"])
 def test_diverged_and_failed_records_and_extra_fields_survive_a_round_trip(record, tmp_path):
     path = tmp_path / "seed-0.json"
-    records.write(path, record)
+    records.write(path, records.Record.model_validate(record))
     assert _round_trip(path, tmp_path) == path.read_bytes()
     read = records.read(path)
     assert read.status == record["status"] and read.cell.seed == 0

@@ -142,7 +142,7 @@ def fabricate(experiment, root: Path, variant: str, seed: int, value: float | No
                   "test": {"exact_match": float(value), "token_accuracy": float(value), "ppl": 2.0},
                   "hypotheses": [f"h{i}" for i in range(SENTENCES)],
                   "sentences": {"exact_match": matches}, "signatures": {}}
-    records.write(record_path(root, variant, task.key, seed), record)
+    records.write(record_path(root, variant, task.key, seed), records.Record.model_validate(record))
 
 
 @pytest.fixture(scope="module")

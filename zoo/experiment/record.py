@@ -126,8 +126,9 @@ def base(cell: dict[str, Any], definition: dict[str, Any], digest: str, concurre
             "provenance": provenance(concurrent, commit, definition.get("plugins"))}
 
 
-def from_run(run_dir: Path, head: dict[str, Any]) -> dict[str, Any]:
-    """The record of a finished (complete and evaluated, or diverged) run directory."""
+def from_run(run_dir: Path, head: dict[str, Any]) -> Record:
+    """The record of a finished (complete and evaluated, or diverged) run directory, checked against the
+    format before it is written: a run whose files do not make a record fails here, not in the report."""
     from zoo.data import load_saved
 
     summary = read_table(run_dir / SUMMARY)
@@ -143,19 +144,18 @@ def from_run(run_dir: Path, head: dict[str, Any]) -> dict[str, Any]:
         record["hypotheses"] = hypotheses
         record["sentences"], record["signatures"] = sentence_statistics(task.metrics, hypotheses,
                                                                         task.references("test"))
-    return record
+    return Record.model_validate(record)
 
 
-def failed(head: dict[str, Any], reason: str, trace: str) -> dict[str, Any]:
-    return {**head, "status": "failed", "reason": reason, "traceback": trace[-4000:]}
+def failed(head: dict[str, Any], reason: str, trace: str) -> Record:
+    return Record.model_validate({**head, "status": "failed", "reason": reason, "traceback": trace[-4000:]})
 
 
-def write(path: Path, record: Record | dict[str, Any]) -> None:
-    """Write a record (a model as it was read or built: the fields it was given, extras included, and no
-    others, so a record read and written again is the same bytes), sorted and compact."""
-    if isinstance(record, Record):
-        record = record.model_dump(exclude_unset=True)
-    text = json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=True) + "\n"
+def write(path: Path, record: Record) -> None:
+    """Write a record (as it was read or built: the fields it was given, extras included, and no others, so
+    a record read and written again is the same bytes), sorted and compact."""
+    fields = record.model_dump(exclude_unset=True)
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"), allow_nan=True) + "\n"
     if len(text.encode()) > MAX_BYTES:
         raise RunError(f"{path}: the record would be {len(text.encode()):,} bytes, over {MAX_BYTES:,}; "
                        "decode a smaller test set or log less often")
