@@ -12,6 +12,7 @@ One task (copy, exact match, 1000 test sentences), five seeds per variant:
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -319,6 +320,27 @@ def test_the_report_regenerates_byte_for_byte_apart_from_its_first_line(fake, tm
     for needle in ("### Outcomes", "the verdicts", "Placebo pairs", "**better**", "equivalent", "≡ linear",
                    "no verdict: 2 v 5 trained seeds", "## Findings", "## Provenance"):
         assert needle in text, needle
+
+
+def test_the_plots_folder_holds_exactly_the_plots_the_report_shows(fake, tmp_path):
+    """A task with no finished run gets no (empty) plots, and a plot an earlier report drew for a task since
+    removed is deleted: every file in plots/ is one the report shows."""
+    experiment, root = fake
+    path = tmp_path / "fake.toml"
+    path.write_text(EXPERIMENT.replace("[train]", """[[tasks]]
+name = "reverse"
+options = {symbols = 8, min_len = 2, max_len = 4}
+
+[train]"""))
+    out = tmp_path / "out"
+    (out / "plots").mkdir(parents=True)
+    (out / "plots" / "a-removed-task-effects.png").write_bytes(b"an old plot")
+    text = build_report(load_experiment(path), root, out, "zoo report fake")[0].read_text()
+    shown = sorted(re.findall(r"\]\((plots/[^)]+\.png)\)", text))
+    assert shown == sorted(p.relative_to(out).as_posix() for p in (out / "plots").glob("*.png"))
+    assert any(name.startswith("plots/copy-") for name in shown)
+    assert not any(name.startswith("plots/reverse-") for name in shown)
+    assert "- `reverse`: **30 of 30 cells not run yet**" in text
 
 
 def test_an_interrupted_report_never_leaves_an_old_report_beside_new_tables(fake, tmp_path, monkeypatch):

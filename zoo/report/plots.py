@@ -125,9 +125,10 @@ def effects(experiment: Experiment, analysis: TaskAnalysis, path: Path) -> Path:
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 1.6 + 0.5 * max(len(rows), 1)), sharey=True)
     for y, (variant, c) in enumerate(rows):
         r = c.result
-        if math.isnan(r.ci_low):
-            left.scatter([0 if math.isnan(r.difference) else r.difference], [y], marker="o", facecolors="none",
-                         edgecolors="grey")
+        if math.isnan(r.difference):
+            pass  # nothing trained on one side: no point to draw (its label says so)
+        elif math.isnan(r.ci_low):
+            left.scatter([r.difference], [y], marker="o", facecolors="none", edgecolors="grey")
         else:
             left.errorbar(r.difference, y, xerr=[[r.difference - r.ci_low], [r.ci_high - r.difference]], fmt="o",
                           color="black", capsize=3)

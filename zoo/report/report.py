@@ -65,4 +65,13 @@ def build_report(experiment: Experiment, records_root: Path, out_dir: Path, comm
             lines += [f"## {section.title(report)}", "", *body]
     path = out_dir / "report.md"
     write_text_atomic(path, "\n".join(lines))
+    _remove_unreferenced_plots(out_dir, "\n".join(lines))
     return path, report
+
+
+def _remove_unreferenced_plots(out_dir: Path, text: str) -> None:
+    """Delete the plots an earlier report drew that this one does not show (a task since removed from the
+    experiment, a task whose records are gone): a plot in the folder is always one of the report's."""
+    for png in sorted((out_dir / "plots").glob("*.png")):
+        if f"]({png.relative_to(out_dir).as_posix()})" not in text:
+            png.unlink()

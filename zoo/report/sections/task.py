@@ -73,6 +73,8 @@ def task_section(report: Report, analysis: TaskAnalysis, out_dir: Path) -> list[
                   md_table(*comparison_rows(experiment, analysis)), "", *confound_lines(report, analysis)]
         lines += ["Other metrics, descriptive (difference [95% CI], no verdicts):", "",
                   md_table(*descriptive_rows(analysis, descriptive_metrics(task))), ""]
+    if not ((report.frame.task == task.key) & report.frame.status.isin(("complete", "diverged"))).any():
+        return lines  # nothing finished yet: the grid status says so, and an empty plot would look like a result
     stem = plots.file_stem(task.key)
     figures = [("test metric per seed", plots.seed_values(experiment, analysis, report.analyst,
                                                           out_dir / "plots" / f"{stem}-seeds.png"))]
