@@ -225,7 +225,7 @@ def test_two_concurrent_zoo_runs_train_each_cell_once(tmp_path):
         assert process.returncode == 0, err
     for cell in cells(load_experiment(path), tmp_path / "runs", tmp_path / "out" / "records"):
         steps = [row["step"] for row in rundir.read_metrics(cell.out / rundir.METRICS) if "event" not in row]
-        assert steps == list(range(1, 41)), cell.name  # one uninterrupted sequence: trained once
+        assert steps == sorted(set(steps)) and steps[-1] == 40, cell.name  # one rising sequence: trained once
         assert records.read(cell.record).status == "complete"
     assert (tmp_path / "out" / "records" / ".floors" / "copy.json").is_file()  # zoo run scores the floors too
 

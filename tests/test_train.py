@@ -160,15 +160,36 @@ def test_same_spec_config_and_seed_give_identical_metrics(tmp_path):
         Trainer(tiny_spec(task), task, quick_config(), tmp_path / name, progress=False).run()
         runs.append(deterministic(metrics(tmp_path / name)))
     assert runs[0] == runs[1]
-    assert [r["step"] for r in runs[0] if "event" not in r] == list(range(1, 13))
+    # a line every log_interval (10) steps, and at every checkpoint (4) and evaluation (6)
+    assert [r["step"] for r in runs[0] if "event" not in r] == [4, 6, 8, 10, 12]
     assert sum(1 for r in runs[0] if r.get("event") == "eval") == 2
+
+
+def test_a_metric_line_is_the_token_weighted_mean_of_its_steps(tmp_path):
+    """Training is the same whatever the log interval; a line sums up the steps since the one before it."""
+    task = copy_task()
+    lines = {}
+    for every in (1, 5):
+        Trainer(tiny_spec(task), task, quick_config(log_interval=every), tmp_path / str(every), progress=False).run()
+        lines[every] = [r for r in metrics(tmp_path / str(every)) if "event" not in r]
+    steps = {r["step"]: r for r in lines[1]}
+    assert [r["step"] for r in lines[5]] == [4, 5, 6, 8, 10, 12]
+    start = 1
+    for line in lines[5]:
+        covered = [steps[k] for k in range(start, line["step"] + 1)]
+        tokens = sum(r["tokens"] for r in covered)
+        assert line["tokens"] == tokens and line["lr"] == covered[-1]["lr"]
+        assert line["loss"] == pytest.approx(sum(r["loss"] * r["tokens"] for r in covered) / tokens, rel=1e-9)
+        assert line["nll"] == pytest.approx(sum(r["nll"] * r["tokens"] for r in covered) / tokens, rel=1e-9)
+        assert line["grad_norm"] == pytest.approx(sum(r["grad_norm"] for r in covered) / len(covered), rel=1e-9)
+        start = line["step"] + 1
 
 
 def test_clip_norm_zero_logs_the_gradient_norm_without_clipping(tmp_path):
     task = copy_task()
     logged = {}
     for clip in (0, 1e-3):
-        Trainer(tiny_spec(task), task, quick_config(clip_norm=clip, steps=3), tmp_path / str(clip),
+        Trainer(tiny_spec(task), task, quick_config(clip_norm=clip, steps=3, log_interval=1), tmp_path / str(clip),
                 progress=False).run()
         logged[clip] = [r for r in metrics(tmp_path / str(clip)) if "event" not in r]
     # the same first step (same seed and batch): the same gradient norm, measured before any clipping
@@ -177,10 +198,12 @@ def test_clip_norm_zero_logs_the_gradient_norm_without_clipping(tmp_path):
     assert logged[0][2]["loss"] != pytest.approx(logged[1e-3][2]["loss"], rel=1e-4)
 
 
-def test_resume_from_a_checkpoint_equals_an_uninterrupted_run(tmp_path, monkeypatch):
+@pytest.mark.parametrize("every", [1, 3])
+def test_resume_from_a_checkpoint_equals_an_uninterrupted_run(tmp_path, monkeypatch, every):
     task = copy_task()
     spec = tiny_spec(task)
-    Trainer(spec, task, quick_config(), tmp_path / "whole", progress=False).run()
+    config = quick_config(log_interval=every)
+    Trainer(spec, task, config, tmp_path / "whole", progress=False).run()
 
     real_step = Trainer._step
 
@@ -191,10 +214,10 @@ def test_resume_from_a_checkpoint_equals_an_uninterrupted_run(tmp_path, monkeypa
 
     monkeypatch.setattr(Trainer, "_step", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        Trainer(spec, task, quick_config(), tmp_path / "part", progress=False).run()
+        Trainer(spec, task, config, tmp_path / "part", progress=False).run()
     assert max(r["step"] for r in metrics(tmp_path / "part")) == 9
     monkeypatch.setattr(Trainer, "_step", real_step)
-    summary = Trainer(spec, task, quick_config(), tmp_path / "part", resume=True, progress=False).run()
+    summary = Trainer(spec, task, config, tmp_path / "part", resume=True, progress=False).run()
     assert summary["status"] == "complete" and summary["steps"] == 12
     assert deterministic(metrics(tmp_path / "part")) == deterministic(metrics(tmp_path / "whole"))
 
@@ -220,6 +243,27 @@ def test_divergence_is_recorded_and_stops_cleanly(tmp_path, monkeypatch):
     checkpoint = checkpoints.load(tmp_path / "run" / checkpoints.FILE)
     assert checkpoint.position["step"] == 4  # the last good state, not the NaN one
     assert all(torch.isfinite(t).all() for t in checkpoint.model.values())
+
+
+def test_a_diverged_run_logs_the_finite_steps_of_its_last_interval(tmp_path, monkeypatch):
+    from zoo.train import loop
+
+    real, calls = loop.loss_sums, {"n": 0}
+
+    def poisoned(*args, **kwargs):
+        calls["n"] += 1
+        sums = real(*args, **kwargs)
+        if calls["n"] >= 7:
+            sums.loss = sums.loss * float("inf")
+        return sums
+
+    monkeypatch.setattr(loop, "loss_sums", poisoned)
+    task = copy_task()
+    config = quick_config(log_interval=5, checkpoint_interval=100, eval_interval=100)
+    Trainer(tiny_spec(task), task, config, tmp_path / "run", progress=False).run()
+    rows = metrics(tmp_path / "run")
+    assert [(r["step"], r.get("event")) for r in rows] == [(5, None), (6, None), (7, "diverged")]
+    assert rows[1]["tokens"] > 0 and math.isfinite(rows[1]["loss"])  # step 6 alone, the last finite one
 
 
 def test_run_directories_are_never_overwritten_or_mixed(tmp_path):

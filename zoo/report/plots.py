@@ -57,7 +57,8 @@ def learning_curves(experiment: Experiment, task: TaskEntry, logged: pd.DataFram
     colors = _colors(experiment)
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     rows = logged[logged.task == task.key]
-    window = max(1, rows[rows.kind == "train"].step.nunique() // 50)  # smooth over ~2% of the logged steps
+    # training loss as the mean over each 1% of the steps: smooth, and alike for runs logged at different intervals
+    width = max(1, math.ceil(rows[rows.kind == "train"].step.max() / 100)) if (rows.kind == "train").any() else 1
     for variant, color in colors.items():
         evals = rows[(rows.variant == variant) & (rows.kind == "eval")]
         if len(evals) and metric in evals:
@@ -65,13 +66,14 @@ def learning_curves(experiment: Experiment, task: TaskEntry, logged: pd.DataFram
                   _linestyle(experiment, variant))
         train = rows[(rows.variant == variant) & (rows.kind == "train")]
         if len(train):
-            table = train.pivot_table(index="step", columns="seed", values="loss").sort_index()
-            _band(right, table.rolling(window, min_periods=1).mean(), color, variant, _linestyle(experiment, variant))
+            steps = ((train.step - 1) // width + 1) * width  # each row's bin, named by its last step
+            table = train.assign(step=steps).pivot_table(index="step", columns="seed", values="loss").sort_index()
+            _band(right, table, color, variant, _linestyle(experiment, variant))
     if task.threshold is not None:
         left.axhline(task.threshold, color="grey", linestyle="--", linewidth=1, label=f"threshold {task.threshold:g}")
     left.set(title=f"validation {metric.replace('_', ' ')}", xlabel="training step (optimizer updates)",
              ylabel=f"validation {metric.replace('_', ' ')} ({unit(metric)})")
-    smoothing = f", rolling mean over {window} logged steps" if window > 1 else ""
+    smoothing = f", mean over each {width} steps" if width > 1 else ""
     right.set(title=f"training loss{smoothing}", xlabel="training step (optimizer updates)",
               ylabel="loss per target token (nats; label-smoothed if configured)")
     for ax in (left, right):

@@ -43,7 +43,8 @@ class TrainConfig(BaseModel):
     eval_sentences: Count | None = Field(500, gt=0,
                                          description="validation sentences decoded (greedy) at each pass; None = all")
     checkpoint_interval: Count = Field(500, gt=0, description="steps between checkpoints")
-    log_interval: Count = Field(10, gt=0, description="steps between metric lines")
+    log_interval: Count = Field(10, gt=0, description="steps between metric lines (each the mean over its steps; "
+                                                      "a line at every evaluation and checkpoint as well)")
 
     seed: Count = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"

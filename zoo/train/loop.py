@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,33 @@ class Position:
                 raise RunError(f"{path}: position.{key} = {value!r} is not a position in the data (fields: "
                                f"{', '.join(kinds)}, each a number >= 0); the checkpoint is damaged or crafted")
         return cls(**values)
+
+
+@dataclass
+class Interval:
+    """The optimizer steps since the last metric line: a line every `log_interval` steps (and at every evaluation
+    and checkpoint) gives their token-weighted mean loss, mean gradient norm, tokens and throughput."""
+
+    steps: int = 0
+    loss_sum: float = 0.0
+    nll_sum: float = 0.0
+    grad_norm_sum: float = 0.0
+    tokens: int = 0
+    seconds: float = 0.0
+    lr: float = 0.0
+
+    def add(self, step: dict[str, Any], elapsed: float) -> None:
+        self.steps += 1
+        self.loss_sum, self.nll_sum = self.loss_sum + step["loss_sum"], self.nll_sum + step["nll_sum"]
+        self.grad_norm_sum += step["grad_norm"]
+        self.tokens, self.seconds, self.lr = self.tokens + step["tokens"], self.seconds + elapsed, step["lr"]
+
+    def row(self, pos: Position, epoch: float) -> dict[str, Any]:
+        """The metric line at `pos`, the interval's last step."""
+        return {"step": pos.step, "epoch": round(epoch, 4), "loss": self.loss_sum / self.tokens,
+               "nll": self.nll_sum / self.tokens, "lr": self.lr, "grad_norm": self.grad_norm_sum / self.steps,
+               "tokens": self.tokens, "tok_per_s": round(self.tokens / self.seconds, 1) if self.seconds > 0 else 0.0,
+               "seconds": round(pos.seconds, 3)}
 
 
 def select_device(name: str) -> torch.device:
@@ -153,7 +180,7 @@ class Trainer:
         grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), c.clip_norm or math.inf))
         if math.isfinite(loss_sum):
             optimizer.step()
-        return {"loss": loss_sum / total, "nll": nll_sum / total, "lr": lr, "grad_norm": grad_norm, "tokens": total}
+        return {"loss_sum": loss_sum, "nll_sum": nll_sum, "lr": lr, "grad_norm": grad_norm, "tokens": total}
 
     # -- evaluation ----------------------------------------------------------------------------
     def _evaluate(self, model, pos: Position) -> dict[str, Any]:
@@ -203,29 +230,37 @@ class Trainer:
             if mirror is not None:
                 mirror.log(row)
 
+        interval = Interval()
         with open(metrics_file, "a") as log, self._progress() as bar:
             task_bar = bar.add_task("training", total=1000, loss="", speed="") if bar else None
             while self._fraction(pos) < 1.0:
-                started = time.perf_counter()
+                started, before = time.perf_counter(), replace(pos)
                 group = self._next_group(pos)
-                row = self._step(model, optimizer, group, pos)
+                step = self._step(model, optimizer, group, pos)
                 elapsed = time.perf_counter() - started
-                pos.step, pos.tokens, pos.seconds = pos.step + 1, pos.tokens + row["tokens"], pos.seconds + elapsed
-                if not math.isfinite(row["loss"]):
-                    summary = {"status": "diverged", "reason": f"diverged at step {pos.step}: loss is {row['loss']}"}
-                    write(log, {"event": "diverged", "step": pos.step, "loss": str(row["loss"])})
+                pos.step, pos.tokens, pos.seconds = pos.step + 1, pos.tokens + step["tokens"], pos.seconds + elapsed
+                if not math.isfinite(step["loss_sum"]):
+                    loss = step["loss_sum"] / step["tokens"]
+                    if interval.steps:  # the finite steps before it, up to the last one
+                        write(log, interval.row(before, self._epochs_done(before)))
+                    summary = {"status": "diverged", "reason": f"diverged at step {pos.step}: loss is {loss}"}
+                    write(log, {"event": "diverged", "step": pos.step, "loss": str(loss)})
                     break
-                row = {"step": pos.step, "epoch": round(self._epochs_done(pos), 4), **row,
-                       "tok_per_s": round(row["tokens"] / elapsed, 1), "seconds": round(pos.seconds, 3)}
-                write(log, row)
-                if bar is not None:
-                    bar.update(task_bar, completed=1000 * self._fraction(pos),
-                               loss=f"loss {row['loss']:.3f}", speed=f"{row['tok_per_s']:,.0f} tok/s")
+                interval.add(step, elapsed)
                 done = self._fraction(pos) >= 1.0
-                if pos.step % c.eval_interval == 0 or done:
+                evaluating = pos.step % c.eval_interval == 0 or done
+                checkpointing = pos.step % c.checkpoint_interval == 0 or done
+                if pos.step % c.log_interval == 0 or evaluating or checkpointing:
+                    # a line at every checkpoint too: a resumed run then logs exactly the lines of an uninterrupted one
+                    row, interval = interval.row(pos, self._epochs_done(pos)), Interval()
+                    write(log, row)
+                    if bar is not None:
+                        bar.update(task_bar, completed=1000 * self._fraction(pos),
+                                   loss=f"loss {row['loss']:.3f}", speed=f"{row['tok_per_s']:,.0f} tok/s")
+                if evaluating:
                     last_eval = self._evaluate(model, pos)
                     write(log, last_eval)
-                if pos.step % c.checkpoint_interval == 0 or done:
+                if checkpointing:
                     checkpoint()
         summary.update({
             "spec_digest": self.spec.digest(), "parameters": model.num_parameters(), "steps": pos.step,
