@@ -222,20 +222,24 @@ def test_resume_from_a_checkpoint_equals_an_uninterrupted_run(tmp_path, monkeypa
     assert deterministic(metrics(tmp_path / "part")) == deterministic(metrics(tmp_path / "whole"))
 
 
-def test_divergence_is_recorded_and_stops_cleanly(tmp_path, monkeypatch):
+def poison_loss(monkeypatch, from_step: int, value: float) -> None:
+    """Multiply the loss by `value` (nan, inf) from the `from_step`-th step on (one batch a step here)."""
     from zoo.train import loop
 
-    calls = {"n": 0}
-    real = loop.loss_sums
+    real, calls = loop.loss_sums, {"n": 0}
 
     def poisoned(*args, **kwargs):
         calls["n"] += 1
         sums = real(*args, **kwargs)
-        if calls["n"] >= 5:
-            sums.loss = sums.loss * float("nan")
+        if calls["n"] >= from_step:
+            sums.loss = sums.loss * value
         return sums
 
     monkeypatch.setattr(loop, "loss_sums", poisoned)
+
+
+def test_divergence_is_recorded_and_stops_cleanly(tmp_path, monkeypatch):
+    poison_loss(monkeypatch, 5, float("nan"))
     task = copy_task()
     summary = Trainer(tiny_spec(task), task, quick_config(), tmp_path / "run", progress=False).run()
     assert summary["status"] == "diverged" and summary["reason"].startswith("diverged at step 5")
@@ -246,18 +250,7 @@ def test_divergence_is_recorded_and_stops_cleanly(tmp_path, monkeypatch):
 
 
 def test_a_diverged_run_logs_the_finite_steps_of_its_last_interval(tmp_path, monkeypatch):
-    from zoo.train import loop
-
-    real, calls = loop.loss_sums, {"n": 0}
-
-    def poisoned(*args, **kwargs):
-        calls["n"] += 1
-        sums = real(*args, **kwargs)
-        if calls["n"] >= 7:
-            sums.loss = sums.loss * float("inf")
-        return sums
-
-    monkeypatch.setattr(loop, "loss_sums", poisoned)
+    poison_loss(monkeypatch, 7, float("inf"))
     task = copy_task()
     config = quick_config(log_interval=5, checkpoint_interval=100, eval_interval=100)
     Trainer(tiny_spec(task), task, config, tmp_path / "run", progress=False).run()
