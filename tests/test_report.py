@@ -567,6 +567,29 @@ def test_a_published_effect_inside_the_margin_is_not_testable_at_this_margin(fak
     assert "seeds per arm would" in check.evidence
 
 
+def test_a_published_effect_inside_the_margin_is_named_when_the_budget_already_rules_the_finding_out(fake, tmp_path):
+    """On Multi30k every convergence finding is untestable for its budget first; one whose published effect is
+    inside the ±margin would stay untestable at the plateau too, and the evidence says so with the seeds needed.
+    An effect outside the margin gets no such clause (control)."""
+    experiment, root = fake
+    declared = 'margin = 5.0\nbelow_plateau = "doubling the steps added 9 points (pilot.toml)"\n'
+
+    def evidence(effect: float) -> str:
+        finding = ('\n[[findings]]\nkind = "direction"\nvariant = "conv1d"\nexpect = "better"\n'
+                   f'claim = "conv1d is better"\nsource = "Small 2026"\neffect = {effect}\n'
+                   'regime = {converged = true, tolerance = 50}\n')
+        path = tmp_path / "fake.toml"
+        path.write_text(EXPERIMENT.replace("margin = 5.0\n", declared, 1) + finding)
+        check = next(c for c in analyse(load_experiment(path), root).checks if c.finding.claim == "conv1d is better")
+        assert check.outcome == UNTESTABLE and "budget ends before the plateau" in check.evidence
+        return check.evidence
+
+    inside = evidence(2.0)
+    assert "nor is it testable at this margin: the published effect (+2) is within the task's ±5" in inside
+    assert "seeds per arm would" in inside or "seeds per arm would be needed" in inside
+    assert "testable at this margin" not in evidence(8.0)
+
+
 def test_strings_from_records_cannot_reshape_the_report(fake, tmp_path):
     """A CPU name with a newline and raw HTML, a failure reason with a table pipe: one inert line each."""
     import json

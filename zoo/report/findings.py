@@ -159,10 +159,23 @@ def _check_task(experiment: Experiment, analyst: Analyst, finding: Finding, anal
         comparison = analyst.compare(task, finding.variant, reference, metric)
     counted = (comparison.result.n_baseline, comparison.result.n_variant)
     problems = regime_problems(experiment, analyst, finding, task, reference, counted)
-    power = _power(finding, comparison, experiment.config.analysis.alpha)
+    alpha = experiment.config.analysis.alpha
+    power = _power(finding, comparison, alpha)
     if problems:
-        return Check(finding, task.key, metric, UNTESTABLE, "; ".join(problems) + power)
+        margin = task.margin if metric == analysis.primary else None
+        return Check(finding, task.key, metric, UNTESTABLE,
+                     "; ".join(problems) + power + _inside_margin(finding, comparison, margin, alpha))
     return Check(finding, task.key, metric, INCONCLUSIVE, power, comparison=comparison)
+
+
+def _inside_margin(finding: Finding, comparison: Comparison, margin: float | None, alpha: float) -> str:
+    """A published effect inside the task's margin stays untestable even once the other problems are gone:
+    equivalence cannot speak to it, so say so, and how many seeds a difference test would need."""
+    if finding.effect is None or margin is None or abs(finding.effect) > margin or \
+            min(len(arm) for arm in comparison.per_seed) < 2:
+        return ""
+    return (f"; nor is it testable at this margin: the published effect ({finding.effect:+g}) is within the task's "
+            f"±{margin:g}, and {_seeds_for(comparison, finding.effect, alpha)}")
 
 
 def _seeds_for(comparison: Comparison, effect: float, alpha: float) -> str:
