@@ -39,7 +39,7 @@ def test_component_contract(entry, contract):
 def test_every_module_entry_gets_every_module_contract():
     names = {c.name for c in contracts_for(registry.get("ffn", "linear"))}
     assert names == {"swapped-in", "shapes", "gradients", "causal", "padded-rows", "deterministic", "incremental",
-                     "transplant"}
+                     "transplant"} | ({"gpu"} if torch.cuda.is_available() else set())
     assert "swapped-in" not in {c.name for c in contracts_for(registry.get("mask", "bool-keep"))}
 
 

@@ -315,3 +315,26 @@ def test_a_head_registered_from_outside_brings_its_own_loss():
         assert sums.loss.item() == pytest.approx(expected.item(), rel=1e-5)
     finally:
         registry.unregister("output", "half-logits-test")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_a_training_step_on_a_gpu_never_waits_for_it(tmp_path, monkeypatch, precision):
+    """Only metric lines read numbers back from the GPU: a step that waited for it would leave it idle while
+    the host prepares the next one. PyTorch's sync debug mode turns any wait inside a step into an error."""
+    real_step = Trainer._step
+
+    def strict(self, *args):
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            return real_step(self, *args)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+
+    monkeypatch.setattr(Trainer, "_step", strict)
+    task = copy_task()
+    config = quick_config(device="cuda", precision=precision, log_interval=6)
+    summary = Trainer(tiny_spec(task), task, config, tmp_path / "run", progress=False).run()
+    assert summary["status"] == "complete" and summary["device"].startswith("cuda")
+    rows = [r for r in metrics(tmp_path / "run") if "loss" in r]
+    assert [r["step"] for r in rows] == [4, 6, 8, 12] and all(math.isfinite(r["loss"]) for r in rows)

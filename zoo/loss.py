@@ -32,7 +32,13 @@ Tensor = torch.Tensor
 class LossSums:
     loss: Tensor  # the training objective, summed over target tokens
     nll: Tensor  # -log p(target), summed
-    tokens: int
+    real: Tensor  # (B, T) the non-padding target positions
+
+    @property
+    def tokens(self) -> int:
+        """Counted only when asked: on a GPU the count is a host synchronisation, which the training loop,
+        knowing its tokens from the batch on the host, never needs."""
+        return int(self.real.sum())
 
 
 def uniform_smoothing(log_p: Tensor, nll: Tensor, target: Tensor, pad: int, eps: float) -> Tensor:
@@ -61,4 +67,4 @@ def loss_sums(scores: Tensor, target: Tensor, head, pad: int, smoothing: float) 
     nll = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (B, T)
     loss = nll if smoothing == 0 else head.smoothing(log_p, nll, target, pad, smoothing)
     real_f = real.to(loss.dtype)
-    return LossSums((loss * real_f).sum(), (nll * real_f).sum(), int(real.sum()))
+    return LossSums((loss * real_f).sum(), (nll * real_f).sum(), real)

@@ -15,6 +15,8 @@ into its slot and raises AssertionError saying what is wrong:
     incremental       step-by-step decoding with a cache equals full decoding (every module entry; an
                       attention entry only where it declares supports_incremental)
     transplant        weights transplanted into a fresh build of the same spec give the same outputs
+    gpu               (only where PyTorch sees a CUDA device) the model moved to the GPU scores as on the CPU,
+                      and decodes step by step there as in full
 
 Mask and init entries are not modules inside the model: they get the contracts that apply to a whole
 model (shapes, gradients, causal, padded-rows, deterministic).
@@ -164,6 +166,26 @@ def transplanted(entry: Entry, spec: ModelSpec) -> None:
     assert gap <= TOLERANCE, f"a transplant into the same spec changes the outputs by {gap:.2g}"
 
 
+GPU_TOLERANCE = 1e-3  # cuDNN may run convolutions (the Conv1d FFN) in TF32, with about 10 mantissa bits
+
+
+def on_gpu(entry: Entry, spec: ModelSpec) -> None:
+    model = build(spec, seed=0)
+    genericize(model, torch.Generator().manual_seed(0))
+    src, tgt_in = _batch(spec, seed=4)
+    gpu = transplant(model, spec).to("cuda").eval()
+    with torch.no_grad():
+        on_cpu = model.log_probs(model.eval()(src, tgt_in))
+        there = gpu.log_probs(gpu(src.cuda(), tgt_in.cuda()))
+    assert there.device.type == "cuda", f"the scores of a model on the GPU are on {there.device}"
+    gap = (there.cpu() - on_cpu).abs().max().item()
+    assert gap <= GPU_TOLERANCE, f"on the GPU the log-probabilities differ from the CPU's by {gap:.2g}"
+    if _module(entry) and not getattr(entry.impl, "supports_incremental", True):
+        return
+    gap = incremental_gap(gpu, spec, src.cuda(), tgt_in.cuda())
+    assert gap <= GPU_TOLERANCE, f"on the GPU cached step-by-step decoding differs from full decoding by {gap:.2g}"
+
+
 @dataclass(frozen=True)
 class Contract:
     name: str
@@ -184,6 +206,7 @@ CONTRACTS = (
     Contract("deterministic", deterministic, lambda e: True),
     Contract("incremental", incremental, lambda e: _module(e) and getattr(e.impl, "supports_incremental", True)),
     Contract("transplant", transplanted, lambda e: True),
+    Contract("gpu", on_gpu, lambda e: torch.cuda.is_available()),
 )
 
 

@@ -66,18 +66,30 @@ class Interval:
     seconds: float = 0.0
     lr: float = 0.0
 
-    def add(self, step: dict[str, Any], elapsed: float) -> None:
+    def add(self, loss_sum: float, nll_sum: float, grad_norm: float, tokens: int, lr: float) -> None:
         self.steps += 1
-        self.loss_sum, self.nll_sum = self.loss_sum + step["loss_sum"], self.nll_sum + step["nll_sum"]
-        self.grad_norm_sum += step["grad_norm"]
-        self.tokens, self.seconds, self.lr = self.tokens + step["tokens"], self.seconds + elapsed, step["lr"]
+        self.loss_sum, self.nll_sum = self.loss_sum + loss_sum, self.nll_sum + nll_sum
+        self.grad_norm_sum += grad_norm
+        self.tokens, self.lr = self.tokens + tokens, lr
 
     def row(self, pos: Position, epoch: float) -> dict[str, Any]:
         """The metric line at `pos`, the interval's last step."""
         return {"step": pos.step, "epoch": round(epoch, 4), "loss": self.loss_sum / self.tokens,
-               "nll": self.nll_sum / self.tokens, "lr": self.lr, "grad_norm": self.grad_norm_sum / self.steps,
-               "tokens": self.tokens, "tok_per_s": round(self.tokens / self.seconds, 1) if self.seconds > 0 else 0.0,
-               "seconds": round(pos.seconds, 3)}
+                "nll": self.nll_sum / self.tokens, "lr": self.lr, "grad_norm": self.grad_norm_sum / self.steps,
+                "tokens": self.tokens, "tok_per_s": round(self.tokens / self.seconds, 1) if self.seconds > 0 else 0.0,
+                "seconds": round(pos.seconds, 3)}
+
+
+@dataclass
+class Pending:
+    """One optimizer step whose numbers are still on the device. The loop reads them back only where it writes
+    a metric line: reading a GPU tensor waits for the GPU, and waiting every step starves it of queued work."""
+
+    pos: Position  # after the step
+    epochs: float
+    lr: float
+    tokens: int
+    values: torch.Tensor  # (3,) float64: loss sum, NLL sum, gradient norm
 
 
 def select_device(name: str) -> torch.device:
@@ -86,6 +98,14 @@ def select_device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise RunError("device: 'cuda' asked for, but PyTorch sees no CUDA device; use device = 'auto' or 'cpu'")
     return torch.device(name)
+
+
+def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A host batch on `device`. To a GPU through pinned memory and without blocking: a copy from ordinary
+    memory waits for all the GPU's queued work first."""
+    if device.type == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
 
 
 def describe_device(device: torch.device) -> str:
@@ -160,27 +180,31 @@ class Trainer:
         return self.config.fraction_done(pos.step, self._epochs_done(pos), pos.seconds)
 
     # -- one optimizer step --------------------------------------------------------------------
-    def _step(self, model, optimizer, group: list[list[int]], pos: Position) -> dict[str, Any]:
+    def _step(self, model, optimizer, group: list[list[int]], pos: Position) -> tuple[torch.Tensor, int, float]:
+        """One optimizer step, queued without waiting for the device; returns its (3,) float64 numbers (loss
+        sum, NLL sum, gradient norm, still on the device), its target tokens and its learning rate. The
+        optimizer steps even on a non-finite loss: the loop finds it at its next metric line and stops there,
+        before anything after it is evaluated or saved."""
         c, pad = self.config, self.task.specials.pad
         lr = learning_rate(pos.step + 1, c, self.spec.d_model)
         for group_ in optimizer.param_groups:
             group_["lr"] = lr
         collated = [collate([self.examples[i] for i in batch], pad) for batch in group]
-        total = sum(int(tgt_out.ne(pad).sum()) for _, _, tgt_out in collated)
-        loss_sum = nll_sum = 0.0
+        total = sum(int(tgt_out.ne(pad).sum()) for _, _, tgt_out in collated)  # counted on the host
+        # float64 sums, added in the order Python added the floats they replace: the logged numbers stay the same
+        sums = torch.zeros(2, dtype=torch.float64, device=self.device)
         optimizer.zero_grad(set_to_none=True)
-        for src, tgt_in, tgt_out in collated:
-            src, tgt_in, tgt_out = src.to(self.device), tgt_in.to(self.device), tgt_out.to(self.device)
+        for batch in collated:
+            src, tgt_in, tgt_out = (to_device(t, self.device) for t in batch)
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=c.precision == "bf16"):
                 scores = model(src, tgt_in)  # (B, T, V)
-            sums = loss_sums(scores, tgt_out, model.output, pad, c.label_smoothing)
-            (sums.loss / total).backward()
-            loss_sum, nll_sum = loss_sum + sums.loss.item(), nll_sum + sums.nll.item()
+            step_sums = loss_sums(scores, tgt_out, model.output, pad, c.label_smoothing)
+            (step_sums.loss / total).backward()
+            sums = sums + torch.stack((step_sums.loss.detach(), step_sums.nll.detach())).double()
         # the norm is logged either way; clip_norm 0 or None: measured, not clipped
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), c.clip_norm or math.inf))
-        if math.isfinite(loss_sum):
-            optimizer.step()
-        return {"loss_sum": loss_sum, "nll_sum": nll_sum, "lr": lr, "grad_norm": grad_norm, "tokens": total}
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), c.clip_norm or math.inf)
+        optimizer.step()
+        return torch.cat((sums, grad_norm.detach().double().reshape(1))), total, lr
 
     # -- evaluation ----------------------------------------------------------------------------
     def _evaluate(self, model, pos: Position) -> dict[str, Any]:
@@ -230,38 +254,51 @@ class Trainer:
             if mirror is not None:
                 mirror.log(row)
 
-        interval = Interval()
+        interval, pending = Interval(), []
         with open(metrics_file, "a") as log, self._progress() as bar:
             task_bar = bar.add_task("training", total=1000, loss="", speed="") if bar else None
+            window_start, window_seconds = time.perf_counter(), pos.seconds
             while self._fraction(pos) < 1.0:
-                started, before = time.perf_counter(), replace(pos)
+                started = time.perf_counter()
                 group = self._next_group(pos)
-                step = self._step(model, optimizer, group, pos)
-                elapsed = time.perf_counter() - started
-                pos.step, pos.tokens, pos.seconds = pos.step + 1, pos.tokens + step["tokens"], pos.seconds + elapsed
-                if not math.isfinite(step["loss_sum"]):
-                    loss = step["loss_sum"] / step["tokens"]
-                    if interval.steps:  # the finite steps before it, up to the last one
-                        write(log, interval.row(before, self._epochs_done(before)))
-                    summary = {"status": "diverged", "reason": f"diverged at step {pos.step}: loss is {loss}"}
-                    write(log, {"event": "diverged", "step": pos.step, "loss": str(loss)})
-                    break
-                interval.add(step, elapsed)
+                values, tokens, lr = self._step(model, optimizer, group, pos)
+                # host time until the next read-back, which replaces it with the window's wall time
+                pos.step, pos.tokens = pos.step + 1, pos.tokens + tokens
+                pos.seconds += time.perf_counter() - started
+                pending.append(Pending(replace(pos), self._epochs_done(pos), lr, tokens, values))
                 done = self._fraction(pos) >= 1.0
                 evaluating = pos.step % c.eval_interval == 0 or done
                 checkpointing = pos.step % c.checkpoint_interval == 0 or done
-                if pos.step % c.log_interval == 0 or evaluating or checkpointing:
-                    # a line at every checkpoint too: a resumed run then logs exactly the lines of an uninterrupted one
-                    row, interval = interval.row(pos, self._epochs_done(pos)), Interval()
-                    write(log, row)
-                    if bar is not None:
-                        bar.update(task_bar, completed=1000 * self._fraction(pos),
-                                   loss=f"loss {row['loss']:.3f}", speed=f"{row['tok_per_s']:,.0f} tok/s")
+                if not (pos.step % c.log_interval == 0 or evaluating or checkpointing):
+                    continue
+                # a line at every checkpoint too: a resumed run then logs exactly the lines of an uninterrupted one
+                numbers = torch.stack([p.values for p in pending]).tolist()  # (steps, 3): waits for the device
+                pos.seconds = window_seconds + (time.perf_counter() - window_start)
+                interval.seconds = pos.seconds - window_seconds
+                finite: Pending | None = None  # the last step with a finite loss
+                for step, (loss_sum, nll_sum, grad_norm) in zip(pending, numbers):
+                    if not math.isfinite(loss_sum):
+                        if finite is not None:  # the finite steps before it, up to the last one
+                            write(log, interval.row(finite.pos, finite.epochs))
+                        loss, pos = loss_sum / step.tokens, step.pos
+                        summary = {"status": "diverged", "reason": f"diverged at step {pos.step}: loss is {loss}"}
+                        write(log, {"event": "diverged", "step": pos.step, "loss": str(loss)})
+                        break
+                    interval.add(loss_sum, nll_sum, grad_norm, step.tokens, step.lr)
+                    finite = step
+                if summary["status"] == "diverged":
+                    break
+                row, interval, pending = interval.row(pos, self._epochs_done(pos)), Interval(), []
+                write(log, row)
+                if bar is not None:
+                    bar.update(task_bar, completed=1000 * self._fraction(pos),
+                               loss=f"loss {row['loss']:.3f}", speed=f"{row['tok_per_s']:,.0f} tok/s")
                 if evaluating:
                     last_eval = self._evaluate(model, pos)
                     write(log, last_eval)
                 if checkpointing:
                     checkpoint()
+                window_start, window_seconds = time.perf_counter(), pos.seconds
         summary.update({
             "spec_digest": self.spec.digest(), "parameters": model.num_parameters(), "steps": pos.step,
             "epochs": round(self._epochs_done(pos), 4), "tokens": pos.tokens, "train_seconds": round(pos.seconds, 2),
