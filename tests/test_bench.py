@@ -1,9 +1,19 @@
-"""`zoo bench` at tiny sizes: a spec torch.nn.Transformer cannot express is measured without a reference."""
+"""`zoo bench` at tiny sizes: a spec torch.nn.Transformer cannot express is measured without a reference; the
+device option; runs per device (several training processes at once)."""
 
-from zoo.bench import BenchConfig, run
+import math
+
+import pytest
+import torch
+
+from zoo.bench import BenchConfig, run, runs_per_device
+from zoo.cli import main
 
 TINY = {"d_model": 16, "n_heads": 2, "d_ff": 32, "layers": 1, "vocab": 50, "rounds": 1, "steps_per_round": 1,
         "decode_batch": 2, "decode_tokens": 4}
+RATIOS = ("train_fp32_ratio", "train_bf16_ratio", "decode_cache_ratio", "train_fp32_peak_fraction",
+          "train_bf16_peak_fraction")
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
 def test_inexpressible_spec_gets_zoos_rates_and_the_reason(tmp_path, monkeypatch):
@@ -14,6 +24,42 @@ def test_inexpressible_spec_gets_zoos_rates_and_the_reason(tmp_path, monkeypatch
     assert results["train_fp32_zoo_tok_s"] > 0 and results["decode_cache_ratio"] > 0
 
 
-def test_expressible_spec_gets_ratios():
+def test_expressible_spec_gets_ratios_measured_on_the_cpu_by_default():
     results = run(BenchConfig(**TINY), report=lambda _: None)
-    assert "no_reference" not in results and results["train_fp32_ratio"] > 0 and results["train_bf16_ratio"] > 0
+    assert "no_reference" not in results and results["device"] == "cpu"
+    assert all(results[key] > 0 for key in RATIOS)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA GPU is there")
+def test_cuda_asked_for_without_one_is_a_one_line_user_error(capsys):
+    code = main(["bench", "--device", "cuda"])
+    err = capsys.readouterr().err
+    assert code == 2 and "'cuda'" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("processes", ["0", "1,,2", "two"])
+def test_process_counts_that_are_not_counts_are_refused_before_measuring(processes, capsys):
+    code = main(["bench", "--processes", processes])
+    assert code == 2 and "--processes" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # three spawned interpreters, each importing torch
+def test_runs_per_device_measures_one_process_as_the_baseline():
+    rows = runs_per_device(BenchConfig(**TINY), [2], steps=2, report=lambda _: None)
+    assert [row["processes"] for row in rows] == [1, 2] and rows[0]["scaling"] == 1.0
+    assert all(row["aggregate_tok_s"] > 0 and row["per_process_median_tok_s"] > 0 and row["scaling"] > 0
+               for row in rows)
+
+
+@cuda
+def test_the_bench_measures_on_a_gpu():
+    results = run(BenchConfig(device="cuda", **TINY), report=lambda _: None)
+    assert results["device"].startswith("cuda (")
+    assert all(0 < results[key] < math.inf for key in RATIOS)
+
+
+@cuda
+def test_runs_per_device_share_one_gpu():
+    rows = runs_per_device(BenchConfig(device="cuda", **TINY), [1, 2], steps=5, report=lambda _: None)
+    assert [row["processes"] for row in rows] == [1, 2]
+    assert all(0 < row[key] < math.inf for row in rows for key in ("aggregate_tok_s", "scaling"))

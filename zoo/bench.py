@@ -5,20 +5,23 @@
    encoder/decoder layers differ), in fp32 and with bf16 autocast. A spec torch.nn.Transformer cannot
    express (RMSNorm, rotary, ...) gets zoo's own rates and the reason there is no reference.
 2. Greedy decoding tokens/s with the key/value cache against without it, 64 output tokens.
-3. Achieved FLOP/s of the zoo training step (FLOPs counted by torch.utils.flop_counter) as a
-   fraction of this machine's measured fp32 matmul peak.
+3. Achieved FLOP/s of the zoo training step (FLOPs counted by torch.utils.flop_counter), fp32 and bf16,
+   as a fraction of the device's measured fp32 and bf16 matmul peaks.
+4. Runs per device (`runs_per_device`, only when asked): k processes training at once, for each k.
 
 Rounds alternate between the contenders and each ratio is the median of per-round ratios, so
 background noise on a shared machine hits both sides alike. Ratios are the result; absolute
-numbers depend on the machine.
+numbers depend on the machine. `BenchConfig.device` picks the CPU or a CUDA GPU; on a GPU the clock
+is read only after the queued kernels have finished (one synchronisation per timed round, none per step).
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -27,9 +30,17 @@ from zoo.build import build
 from zoo.errors import NotExpressible
 from zoo.interop import to_torch
 from zoo.loss import loss_sums
+from zoo.plugins import load_all, loaded
 from zoo.spec import ModelSpec, load_spec
+from zoo.train.loop import describe_device, select_device
 
 Tensor = torch.Tensor
+
+# The side of the square matmul that measures the peak: a GPU multiplies 1536 x 1536 in microseconds, about
+# what a synchronisation costs, so it gets a size that keeps it busy for milliseconds.
+PEAK_SIZE = {"cpu": 1536, "cuda": 8192}
+PROCESS_WARMUP_STEPS = 3
+BARRIER_TIMEOUT_S = 600  # a worker that dies before the barrier breaks it for the others instead of hanging them
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,17 @@ class BenchConfig:
     decode_batch: int = 16
     decode_tokens: int = 64
     seed: int = 0
+    device: str = "cpu"  # cpu | cuda | auto (zoo.train.loop.select_device)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A training batch on the bench's device. Its target tokens are counted once, on the host, when it is
+    made: counting them from the device tensors every step would make the host wait for the GPU every step."""
+    src: Tensor  # (B, S)
+    tgt_in: Tensor  # (B, T)
+    tgt_out: Tensor  # (B, T)
+    tokens: int  # non-padding positions of tgt_out
 
 
 def bench_spec(config: BenchConfig, overrides: dict | None = None) -> ModelSpec:
@@ -57,26 +79,41 @@ def bench_spec(config: BenchConfig, overrides: dict | None = None) -> ModelSpec:
     })
 
 
-def make_batch(config: BenchConfig, generator: torch.Generator, pad: int) -> tuple[Tensor, Tensor, Tensor]:
+def make_batch(config: BenchConfig, generator: torch.Generator, pad: int, device: torch.device) -> Batch:
     def ids(length_scale: float) -> Tensor:
         mean = int(config.length * length_scale)
         lengths = torch.randint(mean // 2, mean + mean // 2 + 1, (config.batch,), generator=generator)
         tokens = torch.randint(4, config.vocab, (config.batch, int(lengths.max())), generator=generator)
         return tokens.masked_fill(torch.arange(tokens.size(1))[None] >= lengths[:, None], pad)
 
-    src, tgt = ids(1.0), ids(1.1)
-    return src, tgt[:, :-1], tgt[:, 1:]
+    src, tgt = ids(1.0), ids(1.1)  # (B, S), (B, T + 1), drawn on the host
+    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]  # (B, T) each
+    return Batch(src.to(device), tgt_in.to(device), tgt_out.to(device), int(tgt_out.ne(pad).sum()))
 
 
-def training_step(model, optimizer, batch, pad: int, bf16: bool) -> int:
-    src, tgt_in, tgt_out = batch
+def training_step(model, optimizer, batch: Batch, pad: int, bf16: bool) -> int:
     optimizer.zero_grad(set_to_none=True)
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-        scores = model(src, tgt_in)
-    sums = loss_sums(scores, tgt_out, model.output, pad, 0.1)
-    (sums.loss / sums.tokens).backward()
+    with torch.autocast(batch.src.device.type, dtype=torch.bfloat16, enabled=bf16):
+        scores = model(batch.src, batch.tgt_in)
+    sums = loss_sums(scores, batch.tgt_out, model.output, pad, 0.1)
+    (sums.loss / batch.tokens).backward()
     optimizer.step()
-    return sums.tokens
+    return batch.tokens
+
+
+def _optimizer(model) -> torch.optim.Optimizer:
+    return torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+
+
+def _setup(config: BenchConfig, device: torch.device) -> tuple[ModelSpec, torch.nn.Module, list[Batch]]:
+    """The bench model in training mode and its four batches, on `device`: the same for the single-process
+    measurements and for each of the concurrent processes. Built on the host, so every device gets the same
+    weights."""
+    torch.manual_seed(config.seed)
+    generator = torch.Generator().manual_seed(config.seed)
+    spec = bench_spec(config)
+    model = build(spec, seed=config.seed).to(device).train()
+    return spec, model, [make_batch(config, generator, spec.pad_id, device) for _ in range(4)]
 
 
 def _training_round(model, optimizer, batches, pad: int, bf16: bool, steps: int) -> Callable[[], int]:
@@ -84,15 +121,29 @@ def _training_round(model, optimizer, batches, pad: int, bf16: bool, steps: int)
     return lambda: sum(training_step(model, optimizer, batches[i % len(batches)], pad, bf16) for i in range(steps))
 
 
-def _interleaved(contenders: dict[str, Callable[[], int]], rounds: int) -> dict[str, list[float]]:
+def _synchronize(device: torch.device) -> None:
+    """Wait for the kernels queued on a GPU: they run asynchronously, so a clock read without this times
+    only their launch."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _per_second(work: Callable[[], float], device: torch.device) -> float:
+    """What one call of `work` did (the amount it returns) per second, finished work only."""
+    _synchronize(device)
+    start = time.perf_counter()
+    amount = work()
+    _synchronize(device)
+    return amount / (time.perf_counter() - start)
+
+
+def _interleaved(contenders: dict[str, Callable[[], int]], rounds: int, device: torch.device) -> dict[str, list[float]]:
     """Tokens/s of each contender per round, alternating which goes first."""
     rates: dict[str, list[float]] = {name: [] for name in contenders}
     names = list(contenders)
     for r in range(rounds):
         for name in (names if r % 2 == 0 else names[::-1]):
-            start = time.perf_counter()
-            tokens = contenders[name]()
-            rates[name].append(tokens / (time.perf_counter() - start))
+            rates[name].append(_per_second(contenders[name], device))
     return rates
 
 
@@ -100,16 +151,17 @@ def _ratio(rates: dict[str, list[float]], a: str, b: str) -> float:
     return statistics.median(x / y for x, y in zip(rates[a], rates[b]))
 
 
-def matmul_peak(size: int = 1536, repeats: int = 5) -> float:
-    """fp32 FLOP/s of a large square matmul, the best of several runs."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    a @ b
-    best = 0.0
-    for _ in range(repeats):
-        start = time.perf_counter()
+def matmul_peak(device: torch.device, dtype: torch.dtype, repeats: int = 5) -> float:
+    """FLOP/s of a large square matmul in `dtype` on `device`, the best of several runs."""
+    size = PEAK_SIZE[device.type]
+    a, b = (torch.randn(size, size, device=device, dtype=dtype) for _ in range(2))
+
+    def multiply() -> int:
         a @ b
-        best = max(best, 2 * size ** 3 / (time.perf_counter() - start))
-    return best
+        return 2 * size ** 3
+
+    multiply()  # warm-up: kernel selection, and on a GPU the library's first-call setup
+    return max(_per_second(multiply, device) for _ in range(repeats))
 
 
 @torch.no_grad()
@@ -117,7 +169,7 @@ def greedy_steps(model, src: Tensor, steps: int, use_cache: bool) -> int:
     """Decode exactly `steps` tokens greedily (no early stop), cached or recomputing the prefix."""
     model.eval()
     memory = model.encode(src)
-    prefix = torch.full((src.size(0), 1), 2, dtype=torch.long)
+    prefix = torch.full((src.size(0), 1), 2, dtype=torch.long, device=src.device)  # (B, 1), grows to (B, 1 + steps)
     state = model.start_decoding() if use_cache else None
     for _ in range(steps):
         if state is not None:
@@ -129,52 +181,99 @@ def greedy_steps(model, src: Tensor, steps: int, use_cache: bool) -> int:
 
 
 def run(config: BenchConfig = BenchConfig(), report: Callable[[str], None] = print) -> dict:
-    torch.manual_seed(config.seed)
-    generator = torch.Generator().manual_seed(config.seed)
-    spec = bench_spec(config)
+    device = select_device(config.device)  # a missing GPU is one line before anything is built
+    spec, zoo_model, batches = _setup(config, device)
     pad = spec.pad_id
-    zoo_model = build(spec, seed=config.seed).train()
-    batches = [make_batch(config, generator, pad) for _ in range(4)]
-    results: dict = {"spec": spec.name, "digest": spec.digest(), "threads": torch.get_num_threads(),
+    results: dict = {"spec": spec.name, "digest": spec.digest(), "device": describe_device(device),
+                     "threads": torch.get_num_threads(),
                      "d_model": config.d_model, "layers": config.layers, "vocab": config.vocab}
     models = {"zoo": zoo_model}
     try:
-        models["torch"] = to_torch(zoo_model).train()
+        models["torch"] = to_torch(zoo_model).train()  # on zoo_model's device
     except NotExpressible as err:  # e.g. RMSNorm, rotary: zoo's own rates are still worth measuring
         results["no_reference"] = str(err)
 
     for precision, bf16 in (("fp32", False), ("bf16", True)):
-        contenders = {name: _training_round(m, torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9),
-                                            batches, pad, bf16, config.steps_per_round) for name, m in models.items()}
+        contenders = {name: _training_round(m, _optimizer(m), batches, pad, bf16, config.steps_per_round)
+                      for name, m in models.items()}
         for go in contenders.values():
             go()  # warm-up
         report(f"training, {precision}: {config.rounds} interleaved rounds")
-        rates = _interleaved(contenders, config.rounds)
+        rates = _interleaved(contenders, config.rounds, device)
         for name in models:
             results[f"train_{precision}_{name}_tok_s"] = statistics.median(rates[name])
         if "torch" in models:
             results[f"train_{precision}_ratio"] = _ratio(rates, "zoo", "torch")
 
-    src = batches[0][0][: config.decode_batch]
+    src = batches[0].src[: config.decode_batch]  # (decode_batch, S)
     greedy_steps(zoo_model, src, 4, True)
     report(f"greedy decoding of {config.decode_tokens} tokens: cached vs uncached")
     rates = _interleaved({
         "cached": lambda: greedy_steps(zoo_model, src, config.decode_tokens, True),
         "uncached": lambda: greedy_steps(zoo_model, src, config.decode_tokens, False),
-    }, max(3, config.rounds // 2))
+    }, max(3, config.rounds // 2), device)
     results["decode_cached_tok_s"] = statistics.median(rates["cached"])
     results["decode_uncached_tok_s"] = statistics.median(rates["uncached"])
     results["decode_cache_ratio"] = _ratio(rates, "cached", "uncached")
 
     zoo_model.train()
-    optimizer = torch.optim.Adam(zoo_model.parameters(), lr=1e-4)
     with FlopCounterMode(display=False) as counter:
-        tokens = training_step(zoo_model, optimizer, batches[0], pad, False)
-    flops_per_token = counter.get_total_flops() / tokens
-    report("measuring the fp32 matmul peak")
-    peak = matmul_peak()
-    results["train_flops_per_token"] = flops_per_token
-    results["matmul_peak_flop_s"] = peak
-    results["train_fp32_achieved_flop_s"] = flops_per_token * results["train_fp32_zoo_tok_s"]
-    results["train_fp32_peak_fraction"] = results["train_fp32_achieved_flop_s"] / peak
+        tokens = training_step(zoo_model, _optimizer(zoo_model), batches[0], pad, False)
+    results["train_flops_per_token"] = counter.get_total_flops() / tokens
+    for precision, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        report(f"measuring the {precision} matmul peak")
+        peak = matmul_peak(device, dtype)
+        achieved = results["train_flops_per_token"] * results[f"train_{precision}_zoo_tok_s"]
+        results[f"matmul_{precision}_peak_flop_s"] = peak
+        results[f"train_{precision}_achieved_flop_s"] = achieved
+        results[f"train_{precision}_peak_fraction"] = achieved / peak
     return results
+
+
+def _process_worker(config: BenchConfig, plugins: tuple[str, ...], threads: int, steps: int, barrier, rates) -> None:
+    """One of k concurrent training runs: warm up, wait until all k have, then time `steps` fp32 training
+    steps, so that every timed step runs while the other k - 1 processes train too."""
+    load_all(plugins, environment=False, entry_points=False)  # a spawned process starts without the parent's
+    torch.set_num_threads(threads)
+    device = select_device(config.device)
+    spec, model, batches = _setup(config, device)
+    optimizer = _optimizer(model)
+    _training_round(model, optimizer, batches, spec.pad_id, False, PROCESS_WARMUP_STEPS)()
+    _synchronize(device)  # the warm-up is finished work before this process says it is ready
+    barrier.wait(timeout=BARRIER_TIMEOUT_S)
+    rates.put(_per_second(_training_round(model, optimizer, batches, spec.pad_id, False, steps), device))
+
+
+def _concurrent_rates(config: BenchConfig, k: int, steps: int) -> list[float]:
+    """Tokens/s of each of k processes training at once. Spawned, not forked: a fresh interpreter each, as a
+    separate training run would be, and CUDA cannot be used in a forked child. On the CPU the threads are
+    shared out, max(1, threads // k) each; on a GPU every process runs on the same one."""
+    context = multiprocessing.get_context("spawn")
+    barrier, rates = context.Barrier(k), context.SimpleQueue()
+    threads = max(1, torch.get_num_threads() // k)
+    plugins = tuple(plugin.where for plugin in loaded())
+    workers = [context.Process(target=_process_worker, args=(config, plugins, threads, steps, barrier, rates))
+               for _ in range(k)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    failed = [worker.exitcode for worker in workers if worker.exitcode != 0]
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {k} bench processes failed (exit codes {failed}); "
+                           "their tracebacks are printed above")
+    return [rates.get() for _ in range(k)]
+
+
+def runs_per_device(config: BenchConfig, counts: Sequence[int], steps: int,
+                    report: Callable[[str], None] = print) -> list[dict]:
+    """For each k in `counts` (and 1, the baseline): k processes each train the bench model for `steps` fp32
+    steps at once. How far the aggregate tokens/s grows with k says how many training runs one device
+    carries before they only share it."""
+    select_device(config.device)  # a missing GPU is one line here, not a traceback from every worker
+    rates: dict[int, list[float]] = {}
+    for k in sorted({1, *counts}):
+        report(f"{k} training process{'es' if k > 1 else ''} at once, {steps} timed steps each")
+        rates[k] = _concurrent_rates(config, k, steps)
+    return [{"processes": k, "aggregate_tok_s": sum(each), "per_process_median_tok_s": statistics.median(each),
+             "scaling": sum(each) / sum(rates[1])} for k, each in rates.items()]

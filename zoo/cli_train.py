@@ -108,20 +108,26 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    import json
+def _process_counts(text: str) -> list[int]:
+    """`--processes 1,2,4`, read before anything is measured: a typo costs one line, not a finished bench."""
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise ZooError(f"--processes: {text!r} is not allowed; expected process counts >= 1 separated by commas, "
+                       "such as 1,2,4")
+    return counts
 
-    from zoo.bench import BenchConfig, run
 
-    config = BenchConfig(spec=args.spec, d_model=args.d_model, n_heads=args.n_heads, d_ff=args.d_ff,
-                         layers=args.layers, vocab=args.vocab, rounds=args.rounds)
-    results = run(config, report=lambda line: errors.print(f"[dim]{line}[/dim]"))
-    if args.json:
-        print(json.dumps(results, indent=2))
-        return 0
+def _progress(line: str) -> None:
+    errors.print(f"[dim]{line}[/dim]")
+
+
+def _bench_table(args: argparse.Namespace, results: dict) -> Table:
     table = Table(title=f"zoo bench: {args.spec} at d_model {args.d_model}, {args.layers}+{args.layers} layers, "
-                  f"vocab {args.vocab}, {results['threads']} threads (medians of interleaved rounds)",
-                  title_justify="left")
+                  f"vocab {args.vocab}, on {results['device']} with {results['threads']} CPU threads "
+                  "(medians of interleaved rounds)", title_justify="left")
     for column in ("measure", "zoo", "reference", "ratio"):
         table.add_column(column, justify="left" if column == "measure" else "right")
     reference = "no_reference" not in results
@@ -132,12 +138,46 @@ def cmd_bench(args: argparse.Namespace) -> int:
                       f"{results[f'train_{precision}_ratio']:.2f}x" if reference else "-")
     table.add_row("greedy decoding tokens/s, 64 tokens (KV cache vs none)", f"{results['decode_cached_tok_s']:,.0f}",
                   f"{results['decode_uncached_tok_s']:,.0f}", f"{results['decode_cache_ratio']:.2f}x")
-    table.add_row("training FLOP/s, fp32 (vs measured matmul peak)",
-                  f"{results['train_fp32_achieved_flop_s'] / 1e9:,.1f} G",
-                  f"{results['matmul_peak_flop_s'] / 1e9:,.1f} G", f"{results['train_fp32_peak_fraction']:.0%}")
-    console.print(table)
-    if not reference:
+    for precision in ("fp32", "bf16"):
+        table.add_row(f"training FLOP/s, {precision} (vs measured {precision} matmul peak)",
+                      f"{results[f'train_{precision}_achieved_flop_s'] / 1e9:,.1f} G",
+                      f"{results[f'matmul_{precision}_peak_flop_s'] / 1e9:,.1f} G",
+                      f"{results[f'train_{precision}_peak_fraction']:.0%}")
+    return table
+
+
+def _processes_table(args: argparse.Namespace, results: dict) -> Table:
+    table = Table(title=f"runs per device: k processes training {args.spec} at once on {results['device']}, "
+                  f"{args.process_steps} timed fp32 steps each", title_justify="left")
+    for column in ("processes", "aggregate tokens/s", "per-process median tokens/s", "scaling vs 1"):
+        table.add_column(column, justify="right")
+    for row in results["processes"]:
+        table.add_row(str(row["processes"]), f"{row['aggregate_tok_s']:,.0f}",
+                      f"{row['per_process_median_tok_s']:,.0f}", f"{row['scaling']:.2f}x")
+    return table
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    import json
+
+    from zoo.bench import BenchConfig, run, runs_per_device
+
+    counts = _process_counts(args.processes) if args.processes is not None else None
+    if args.process_steps < 1:
+        raise ZooError(f"--process-steps: {args.process_steps} is not allowed; expected a number of steps >= 1")
+    config = BenchConfig(spec=args.spec, d_model=args.d_model, n_heads=args.n_heads, d_ff=args.d_ff,
+                         layers=args.layers, vocab=args.vocab, rounds=args.rounds, device=args.device)
+    results = run(config, report=_progress)
+    if counts is not None:
+        results["processes"] = runs_per_device(config, counts, args.process_steps, report=_progress)
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    console.print(_bench_table(args, results))
+    if "no_reference" in results:
         console.print(f"no torch.nn.Transformer reference: {results['no_reference']}")
+    if counts is not None:
+        console.print(_processes_table(args, results))
     return 0
 
 
@@ -181,7 +221,8 @@ def add_commands(sub) -> None:
     p = sub.add_parser("bench", help="throughput ratios against torch.nn.Transformer and the KV cache",
                        description="Train the same model as zoo and as torch.nn.Transformer in one process, "
                        "interleaved, and print ratios (fp32 and bf16); also greedy decoding with vs without "
-                       "the key/value cache, and achieved FLOP/s against this machine's matmul peak.")
+                       "the key/value cache, and achieved FLOP/s against the device's measured matmul peaks; "
+                       "with --processes, how many training processes one device carries at once.")
     p.add_argument("--spec", default="paper-base", help="preset or spec file (default paper-base)")
     p.add_argument("--d-model", type=int, default=256)
     p.add_argument("--n-heads", type=int, default=4)
@@ -189,5 +230,12 @@ def add_commands(sub) -> None:
     p.add_argument("--layers", type=int, default=3, help="encoder and decoder layers each")
     p.add_argument("--vocab", type=int, default=8000)
     p.add_argument("--rounds", type=int, default=7, help="interleaved rounds per comparison")
+    p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu",
+                   help="where to measure (default cpu; auto = cuda if PyTorch sees a GPU)")
+    p.add_argument("--processes", metavar="K,K,...",
+                   help="also measure runs per device: K processes training at once, for each K (1 is always "
+                   "measured as the baseline), e.g. 1,2,4")
+    p.add_argument("--process-steps", type=int, default=50,
+                   help="timed training steps per process for --processes (default 50)")
     p.add_argument("--json", action="store_true", help="print the raw results as JSON")
     p.set_defaults(run=cmd_bench)
