@@ -372,6 +372,16 @@ def test_a_changed_report_does_not_make_the_code_dirty():
         report.write_bytes(original)
 
 
+def test_code_copied_without_its_git_folder_records_the_commit_it_declares(monkeypatch):
+    from zoo.experiment import record
+
+    monkeypatch.setenv(record.COMMIT_ENV, "0123456789ab")
+    assert record.zoo_commit() == "0123456789ab"
+    assert record.provenance(concurrent=3)["commit"] == "0123456789ab"
+    monkeypatch.setenv(record.COMMIT_ENV, "")  # set but empty: looked up as usual
+    assert record.zoo_commit() != ""
+
+
 def test_a_complete_record_survives_an_experiment_file_broken_while_the_grid_runs(tmp_path, monkeypatch):
     """The probe's data loss: seed 1 recorded, a grid of seeds [0, 1] started, and while seed 0 trains an
     editor half-saves the TOML (`steps = `). Seed 1 then cannot reload the experiment and fails; its complete

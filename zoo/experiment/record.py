@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import platform
 import subprocess
 from datetime import datetime, timezone
@@ -83,10 +84,17 @@ def sentence_statistics(metric_names: Iterable[str], hypotheses: list[str],
     return stats, signatures
 
 
+COMMIT_ENV = "ZOO_COMMIT"
+
+
 def zoo_commit() -> str:
     """The git commit of the zoo source in use, or 'unknown'. '+dirty' when the code itself (zoo/,
     registry/, pyproject.toml) has uncommitted changes; records and reports being written beside it
-    do not count, or every report made in a checkout would call its own code dirty."""
+    do not count, or every report made in a checkout would call its own code dirty. Code copied without
+    its git folder (a container, a rented GPU machine) has no commit to look up: $ZOO_COMMIT declares it."""
+    declared = os.environ.get(COMMIT_ENV, "").strip()
+    if declared:
+        return declared
     source = Path(__file__).resolve().parents[2]
     try:
         commit = subprocess.run(["git", "-C", str(source), "rev-parse", "--short=12", "HEAD"], capture_output=True,
