@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from zoo.experiment import load_experiment
 from zoo.experiment.forecast import forecast
@@ -48,6 +49,15 @@ def test_the_estimate_counts_stale_and_new_cells_at_the_recorded_seconds_per_ste
     grid = reusable(same, cells(same, tmp_path / "runs-other", tmp_path / "other" / "records"), [tmp_path / "out"])
     [row] = forecast(same, grid, [tmp_path / "out"])
     assert (row.copied, row.new, row.core_seconds) == (4, 0, 0.0)
+    if torch.cuda.is_available():
+        return
+    # records trained on a GPU give no rate for runs that will train on this CPU
+    for path in records.rglob("seed-*.json"):
+        record = json.loads(path.read_text())
+        record["summary"]["device"] = "cuda (NVIDIA H200)"
+        path.write_text(json.dumps(record))
+    [row] = forecast(changed, cells(changed, tmp_path / "runs", records))
+    assert row.seconds_per_step is None and row.core_seconds is None
 
 
 def test_dry_run_writes_nothing_and_prints_the_table(tmp_path):

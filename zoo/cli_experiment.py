@@ -97,11 +97,12 @@ def _dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace) -> int
     workers = max(1, args.workers or 1)
     console.print(f"about {total / 3600:.1f} core-hours of training left"
                   + (f" (and an unknown amount for {', '.join(unknown)}: no complete record of the same task and "
-                     "data gives a rate, or the budget is not in steps)" if unknown else "")
+                     "data, trained on the kind of device these runs get here, gives a rate, or the budget is not in "
+                     "steps)" if unknown else "")
                   + f"; with {workers} worker{'s' if workers > 1 else ''} about {total / 3600 / workers:.1f} hours. "
                   "stale: recorded or started under another definition, so run again. s/step: median seconds per "
-                  "training step of the task's complete records, measured with as many runs sharing the machine as "
-                  "they had; evaluation is not counted.", soft_wrap=True)
+                  "training step of the task's complete records from this kind of device (CPU or GPU), measured with "
+                  "as many runs sharing the machine as they had; evaluation is not counted.", soft_wrap=True)
     return 0
 
 

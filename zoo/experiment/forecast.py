@@ -4,7 +4,8 @@ Per task: how many cells are recorded, would be copied from another experiment (
 were run under another definition (stale: run again) or were never run, and the training time the
 runs left would take. The time comes from the records themselves: the median seconds per step of
 the complete records of the same task settings and data (this experiment's and the --reuse-from
-folders'), as they were measured, with as many runs sharing the machine as they had. Evaluation
+folders'), as they were measured, with as many runs sharing the machine as they had, and trained on the
+kind of device the runs left would get here (a GPU's seconds per step say nothing of a CPU's). Evaluation
 and test decoding are not counted (a few percent of a run); a cell that was interrupted resumes
 from its checkpoint, so its full budget is an upper bound.
 """
@@ -19,6 +20,7 @@ from zoo.experiment import record as records
 from zoo.experiment import store
 from zoo.experiment.grid import Cell, cell_state
 from zoo.rundir import RunError
+from zoo.train.loop import select_device
 
 
 @dataclass
@@ -45,8 +47,8 @@ class TaskForecast:
         return None if self.seconds_per_step is None else self.seconds_per_step * self.steps
 
 
-def _rates(paths: list[Path]) -> dict[str, list[float]]:
-    """{digest of (task settings, data): [seconds per step of each complete record]}."""
+def _rates(paths: list[Path]) -> dict[tuple[str, str], list[float]]:
+    """{(digest of (task settings, data), device type): [seconds per step of each complete record]}."""
     rates: dict[str, list[float]] = {}
     for path in paths:
         try:
@@ -58,7 +60,8 @@ def _rates(paths: list[Path]) -> dict[str, list[float]]:
             continue
         definition = store.normalise(record.definition)
         key = store.digest({"task": definition.get("task"), "data": definition.get("data")})
-        rates.setdefault(key, []).append(summary.train_seconds / summary.steps)
+        device = (summary.device or "cpu").split()[0]  # 'cpu', or 'cuda' of 'cuda (NVIDIA H200)'
+        rates.setdefault((key, device), []).append(summary.train_seconds / summary.steps)
     return rates
 
 
@@ -84,10 +87,11 @@ def forecast(experiment, grid: list[Cell], reuse_folders: list[Path] = ()) -> li
             continue
         row.stale += state == "stale"
         row.new += state == "todo"
-        steps = experiment.train_config(entry, cell.seed, cell.variant).steps
-        row.steps += steps or 0
-        row.unbounded += not steps
+        config = experiment.train_config(entry, cell.seed, cell.variant)
+        row.steps += config.steps or 0
+        row.unbounded += not config.steps
         if row.seconds_per_step is None:
-            measured = rates.get(store.digest({"task": current["task"], "data": current["data"]}))
+            device = select_device(config.device).type
+            measured = rates.get((store.digest({"task": current["task"], "data": current["data"]}), device))
             row.seconds_per_step = statistics.median(measured) if measured else None
     return list(out.values())
