@@ -669,3 +669,22 @@ def test_a_findings_evidence_gives_the_raw_p_beside_the_adjusted_one(report):
     from zoo.report.findings import fmt_small_p
 
     assert f"p {fmt_small_p(raw)}, adjusted p {fmt_small_p(adjusted)}" in check.evidence
+
+
+def test_the_provenance_says_which_seeds_trained_on_which_device_and_flags_a_seed_split_across_arms():
+    from types import SimpleNamespace
+
+    from zoo.report.sections.provenance import devices_by_seed
+
+    def on(device):
+        return SimpleNamespace(summary=SimpleNamespace(device=device))
+
+    gpu, cpu = "cuda (NVIDIA H200)", "cpu"
+    blocks = {(arm, "m30k", seed): on(gpu if seed < 2 else cpu) for arm in ("a", "b") for seed in range(4)}
+    blocks |= {(arm, "copy", seed): on(cpu) for arm in ("a", "b") for seed in range(4)}
+    [line] = devices_by_seed(blocks)  # one device for copy: no line
+    assert line.startswith("- m30k trained on 2 devices") and "cpu: seeds 2, 3" in line
+    assert f"{gpu}: seeds 0, 1" in line and "never an arm" in line
+    split = {**blocks, ("b", "m30k", 1): on(cpu)}
+    [line] = devices_by_seed(split)
+    assert "seed 1 trained its arms on different devices" in line and f"{gpu}: seed 0;" in line
