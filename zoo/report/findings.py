@@ -174,8 +174,12 @@ def _inside_margin(finding: Finding, comparison: Comparison, margin: float | Non
     if finding.effect is None or margin is None or abs(finding.effect) > margin or \
             min(len(arm) for arm in comparison.per_seed) < 2:
         return ""
-    return (f"; nor is it testable at this margin: the published effect ({finding.effect:+g}) is within the task's "
-            f"±{margin:g}, and {_seeds_for(comparison, finding.effect, alpha)}")
+    return (f"; nor is it testable at this margin: {_within(finding.effect, margin)}, and "
+            f"{_seeds_for(comparison, finding.effect, alpha)}")
+
+
+def _within(effect: float, margin: float) -> str:
+    return f"the published effect ({effect:+g}) is within the task's ±{margin:g}"
 
 
 def _seeds_for(comparison: Comparison, effect: float, alpha: float) -> str:
@@ -233,8 +237,8 @@ def settle(check_: Check, alpha: float) -> Check:
     elif finding.kind == "direction" and c.equivalence is not None and finding.effect is not None \
             and abs(finding.effect) <= c.equivalence.margin:
         check_.outcome = UNTESTABLE
-        said += (f"; not testable at this margin: the published effect ({finding.effect:+g}) is within the task's "
-                 f"±{c.equivalence.margin:g}, so neither equivalence nor this design's power "
+        said += (f"; not testable at this margin: {_within(finding.effect, c.equivalence.margin)}, so neither "
+                 "equivalence nor this design's power "
                  f"(detectable: {c.mde:.3g}) can speak to it; {_seeds_for(c, finding.effect, alpha)}")
     else:
         said += f"; no difference larger than {c.mde:.3g} could be detected"
