@@ -54,3 +54,25 @@ def test_a_documented_command_runs_as_shown(page, line, shown, capsys, monkeypat
     for text in shown:
         text = text.split("...")[0].strip()
         assert " ".join(text.split()) in " ".join(printed.split()), text
+
+
+@pytest.mark.parametrize("page", PAGES + sorted((ROOT / "docs").glob("*/*/README.md"))
+                         + sorted(ROOT.glob("reports/*/report.md")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_table_row_has_as_many_cells_as_its_header(page):
+    """A row with a stray cell renders as a broken table on GitHub and says nothing in the column it spills to."""
+    wrong, header = [], None
+    for number, line in enumerate(page.read_text().splitlines(), 1):
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = len(re.findall(r"(?<!\\)\|", _outside_code(line))) - 1
+        if header is None:
+            header = cells
+        elif cells != header:
+            wrong.append(f"line {number}: {cells} cells, the header has {header}")
+    assert not wrong, f"{page.relative_to(ROOT)}: " + "; ".join(wrong)
+
+
+def _outside_code(line: str) -> str:
+    """The line without its `code spans`, whose | are not cell borders."""
+    return re.sub(r"`[^`]*`", "", line)
