@@ -134,4 +134,5 @@ def test_the_report_finds_an_interaction_that_exists_and_none_where_the_effect_h
     assert report.family == 2 * (2 + 2) + 2 * 2
     text = report_path.read_text()
     assert "## Transfer between tasks" in text and "**changes**" in text and "**holds** within ±5" in text
+    assert "| better → equivalent |" in text and "| same: better |" in text  # prenorm's verdict changes, gelu's not
     assert (tmp_path / "out" / "plots" / "transfer-copy-copy-800.png").is_file()

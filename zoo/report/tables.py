@@ -112,18 +112,27 @@ def mean_interval(values: list[float], column: str, min_seeds: int, alpha: float
     return f"{fmt(mean, column)} {interval}" + ("*" if clipped else "")
 
 
+def verdict_class(comparison: Comparison) -> str:
+    """The verdict in one word: better, worse, equivalent, undecided, or 'no verdict' (too few seeds)."""
+    result = comparison.result
+    if result.verdict == FEW:
+        return "no verdict"
+    if result.verdict in (BETTER, WORSE):
+        return result.verdict
+    if comparison.equivalence is not None and comparison.equivalence.equivalent:
+        return "equivalent"
+    return "undecided"
+
+
 def verdict_text(comparison: Comparison, min_seeds: int, short: bool = False) -> str:
     """The plain-words verdict of a primary comparison, never stronger than its statistics
     (`short`: the terminal's version, details left to report.md)."""
     result = comparison.result
     if short:
-        if result.verdict == FEW:
-            return f"no verdict ({result.n_variant} v {result.n_baseline} trained seeds)"
-        if result.verdict in (BETTER, WORSE):
-            return result.verdict
-        if comparison.equivalence is not None and comparison.equivalence.equivalent:
-            return f"equivalent ±{comparison.equivalence.margin:g}"
-        return f"none > {fmt(comparison.mde, comparison.metric)} detectable"
+        return {"no verdict": f"no verdict ({result.n_variant} v {result.n_baseline} trained seeds)",
+                "equivalent": f"equivalent ±{comparison.equivalence.margin:g}" if comparison.equivalence else "",
+                "undecided": f"none > {fmt(comparison.mde, comparison.metric)} detectable",
+                }.get(verdict_class(comparison), result.verdict)
     if result.verdict == FEW:
         return (f"no verdict: {result.n_variant} v {result.n_baseline} trained seeds (< {min_seeds}); per seed "
                 f"{comparison.variant}: {per_seed(comparison.per_seed[1])}, {comparison.reference}: "

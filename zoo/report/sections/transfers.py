@@ -9,7 +9,7 @@ from pathlib import Path
 
 from zoo.report.plots import file_stem, plt, save
 from zoo.report.study import Report
-from zoo.report.tables import fmt_effect, fmt_p, label, md_table, verdict_text
+from zoo.report.tables import fmt_effect, fmt_p, label, md_table, verdict_class, verdict_text
 from zoo.report.transfer import TransferAnalysis
 from zoo.stats.transfer import CHANGES, HOLDS, Interaction
 
@@ -34,11 +34,15 @@ def _transfer_verdict(interaction: Interaction) -> str:
     return interaction.verdict
 
 
+def _verdicts(first: str, second: str) -> str:
+    return f"same: {first}" if first == second else f"{first} → {second}"
+
+
 def transfer_rows(analysis: TransferAnalysis, min_seeds: int) -> tuple[list[str], list[list[str]]]:
     a, b = analysis.transfer.tasks
     metric = analysis.first.primary
     header = ["variant", f"Δ on {a} [CI]", f"verdict on {a}", f"Δ on {b} [CI]", f"verdict on {b}",
-              f"Δ({b}) − Δ({a}) [CI]", "p", "adjusted p", "TOST p (adjusted)", "transfer"]
+              f"Δ({b}) − Δ({a}) [CI]", "p", "adjusted p", "TOST p (adjusted)", "transfer", "verdicts"]
     rows = []
     for variant, i in analysis.rows.items():
         first, second = analysis.first.comparisons[variant], analysis.second.comparisons[variant]
@@ -46,7 +50,8 @@ def transfer_rows(analysis: TransferAnalysis, min_seeds: int) -> tuple[list[str]
                      verdict_text(first, min_seeds, short=True),
                      fmt_effect(second.result.difference, second.result.ci_low, second.result.ci_high, metric),
                      verdict_text(second, min_seeds, short=True), fmt_effect(i.difference, i.ci_low, i.ci_high, metric),
-                     fmt_p(i.p_value), fmt_p(i.p_adjusted), fmt_p(i.tost_adjusted), _transfer_verdict(i)])
+                     fmt_p(i.p_value), fmt_p(i.p_adjusted), fmt_p(i.tost_adjusted), _transfer_verdict(i),
+                     _verdicts(verdict_class(first), verdict_class(second))])
     return header, rows
 
 
@@ -96,7 +101,9 @@ def transfer_section(analyses: list[TransferAnalysis], experiment_name: str, min
                   "so no sentence variance is added), two-sided, adjusted by "
                   f"the report's correction ({correction}) with its other tests, as is its TOST within the margin. "
                   "**changes**: the interaction is significant; **holds**: it is shown to lie within the margin; "
-                  "undetermined: neither (the interval says how large a change the data allow).", "",
+                  "undetermined: neither (the interval says how large a change the data allow). **verdicts**: "
+                  "each task's own verdict, in one word, compared; the effect can change size under the same "
+                  "verdict, and a verdict can change while the effect holds.", "",
                   md_table(*transfer_rows(analysis, min_seeds)), ""]
         c = analysis.correlation
         if c is not None and not math.isnan(c.rho):
