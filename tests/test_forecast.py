@@ -67,3 +67,9 @@ def test_dry_run_writes_nothing_and_prints_the_table(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "nothing is trained, moved or written" in done.stdout and "unknown" in done.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["smoke.toml"]
+
+
+def test_a_grid_declared_for_a_gpu_is_forecast_on_a_machine_without_one(tmp_path):
+    experiment = load_experiment(write(tmp_path, SMOKE.replace('device = "cpu"', 'device = "cuda"')))
+    [row] = forecast(experiment, cells(experiment, tmp_path / "runs", tmp_path / "out" / "records"))
+    assert row.new == 4 and row.seconds_per_step is None

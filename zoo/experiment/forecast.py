@@ -91,7 +91,8 @@ def forecast(experiment, grid: list[Cell], reuse_folders: list[Path] = ()) -> li
         row.steps += config.steps or 0
         row.unbounded += not config.steps
         if row.seconds_per_step is None:
-            device = select_device(config.device).type
+            # the device named, or where 'auto' puts the runs here: a dry-run forecasts even for a GPU it lacks
+            device = select_device("auto").type if config.device == "auto" else config.device
             measured = rates.get((store.digest({"task": current["task"], "data": current["data"]}), device))
             row.seconds_per_step = statistics.median(measured) if measured else None
     return list(out.values())

@@ -96,7 +96,7 @@ def select_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        raise RunError("device: 'cuda' asked for, but PyTorch sees no CUDA device; use device = 'auto' or 'cpu'")
+        raise RunError("device: 'cuda' asked for, but PyTorch sees no CUDA device; allowed here: 'auto' or 'cpu'")
     return torch.device(name)
 
 
