@@ -250,6 +250,26 @@ def test_workers_die_with_their_parent(tmp_path):
                      for c in grid]  # nobody writes any more
 
 
+@pytest.mark.slow
+def test_ctrl_c_stops_a_grid_with_one_line_and_no_worker_tracebacks(tmp_path):
+    """A terminal's Ctrl-C signals the whole process group, so the workers too."""
+    path = experiment_file(tmp_path, **{"steps = 40": "steps = 400"})
+    command = [sys.executable, "-m", "zoo", "run", str(path), "--runs", str(tmp_path / "runs"), "--out",
+               str(tmp_path / "out"), "--no-live", "--workers", "2"]
+    process = subprocess.Popen(command, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    grid = cells(load_experiment(path), tmp_path / "runs", tmp_path / "out" / "records")
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(rundir.read_metrics(c.out / rundir.METRICS) for c in grid):
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "zoo: interrupted" in err and "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    time.sleep(1)
+    assert all(cell.lock.holder() is None for cell in grid)  # the workers are gone, and so are their locks
+
+
 # -- paths ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("replace, field", [
     ({'name = "smoke"': 'name = "../../x"'}, "name"),

@@ -23,6 +23,7 @@ and records on a filesystem every node shares).
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from typing import ClassVar
@@ -110,9 +111,15 @@ class LocalOptions(ExecutorOptions):
     workers: Count = Field(1, ge=1, description="worker processes; the CPU threads are split between them")
 
 
-def _watch_parent(parent: int) -> None:
-    """In a worker: exit as soon as the parent is gone (a kill -9 of `zoo run` must not leave workers
-    training into the store; their locks are released by the kernel when they exit)."""
+def _init_worker(parent: int) -> None:
+    """In a worker: leave Ctrl-C to the parent, and exit as soon as the parent is gone.
+
+    A terminal's Ctrl-C reaches every process of the group. The parent answers it (one line, exit 130) and
+    ends the pool, which kills its workers, so a worker has nothing to add but a traceback of its own.
+    A kill -9 of `zoo run` must not leave workers training into the store: they watch for their parent
+    (their locks are released by the kernel when they exit; checkpoints and records are written atomically)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.5)
@@ -146,7 +153,7 @@ class Local(Executor):
 
         threads = max(1, (os.cpu_count() or 1) // workers)
         context = multiprocessing.get_context("spawn")
-        with context.Pool(min(workers, len(todo)), initializer=_watch_parent, initargs=(os.getpid(),)) as pool:
+        with context.Pool(min(workers, len(todo)), initializer=_init_worker, initargs=(os.getpid(),)) as pool:
             _preflight(lambda plugins: pool.apply(_load_plugins, (plugins,)), todo, "a worker process")
             jobs = [(cell, threads, wait) for cell in todo]  # chunksize 1: cells start in grid order
             for cell, outcome in zip(todo, pool.starmap(execute, jobs, chunksize=1)):
