@@ -291,8 +291,9 @@ def test_a_zero_stall_floor_counts_every_complete_run_in_quality(fake, tmp_path)
         "stalled = complete but the final validation exact match % < 5"
 
 
-def test_cells_not_run_yet_are_summarised_per_task(fake, tmp_path):
-    """A grid stopped part-way: the report says which cells have no record, one line per task."""
+def test_cells_not_run_yet_are_summarised_per_task_and_their_verdicts_called_interim(fake, tmp_path):
+    """A grid stopped part-way: the report says which cells have no record, one line per task, and calls the
+    verdicts of such a task interim wherever they are shown (its declared seeds are not all in)."""
     experiment, root = fake
     import shutil
 
@@ -305,6 +306,12 @@ def test_cells_not_run_yet_are_summarised_per_task(fake, tmp_path):
     lines = grid_status(analyse(experiment, copy))
     assert lines[0] == "30 runs planned: 21 complete, 4 diverged, 5 missing."
     assert "- `copy`: **5 of 30 cells not run yet** (no record): every variant, seed 5" in lines
+    text = build_report(experiment, copy, tmp_path / "out", "zoo report fake")[0].read_text()
+    note = ("5 of 30 cells of `copy` have no record yet, so these verdicts use the seeds trained so far and can "
+            "change when the declared seeds are in")
+    assert f"**Interim:** {note} (see Grid status)." in text  # above the verdicts
+    assert f" on `copy` (interim: {note}): " in text  # and on every finding checked there
+    assert "Interim" not in build_report(experiment, root, tmp_path / "whole", "zoo report fake")[0].read_text()
     record_path(copy, "warm", "copy", 4).unlink()
     assert "- `copy`: **6 of 30 cells not run yet** (no record): linear: seed 5; conv1d: seed 5; prenorm: seed 5; " \
            "masked: seed 5; warm: seed 4, 5" in grid_status(analyse(experiment, copy))

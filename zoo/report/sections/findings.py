@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from zoo.report.sections.grid import interim
 from zoo.report.study import Report
 from zoo.report.tables import label
 
@@ -14,6 +15,8 @@ def findings_section(report: Report) -> list[str]:
         f = c.finding
         published = f" Published: {f.published}." if f.published else ""
         where = f" on `{c.task}`" if c.task != "—" else ""
+        note = interim(report.frame, c.task) if c.task != "—" else ""
+        where += f" (interim: {note})" if note else ""
         lines.append(f"- **{c.outcome}**{where}: “{f.claim}” ({f.source}).{published} "
                      f"Expected: {f.variant} {f.expect} vs {f.against or report.experiment.config.baseline_label}"
                      f" ({f.kind}, {label(c.metric)}). Here: {c.evidence}.")

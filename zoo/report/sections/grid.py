@@ -26,6 +26,16 @@ def grid_status(report: Report) -> list[str]:
     return lines
 
 
+def interim(frame, task: str) -> str:
+    """Why the verdicts of a task stopped part-way are interim, said wherever they are shown; "" when complete."""
+    of_task = frame[frame.task == task]
+    missing = int((of_task.status == "missing").sum())
+    if not missing:
+        return ""
+    return (f"{missing} of {len(of_task)} cells of `{task}` have no record yet, so these verdicts use the "
+            "seeds trained so far and can change when the declared seeds are in")
+
+
 def _missing(frame) -> list[str]:
     """Cells with no record yet, one line per task (a grid run part-way leaves many)."""
     lines = []

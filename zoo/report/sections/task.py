@@ -10,6 +10,7 @@ from zoo.experiment import Experiment
 from zoo.report import plots
 from zoo.report.analysis import TaskAnalysis
 from zoo.report.collect import curves
+from zoo.report.sections.grid import interim
 from zoo.report.study import Report
 from zoo.report.tables import (
     comparison_rows,
@@ -69,8 +70,11 @@ def task_section(report: Report, analysis: TaskAnalysis, out_dir: Path) -> list[
                   "not a second sample; not tested against each other): " + "; ".join(collapsed) + ".", ""]
     if analysis.comparisons:
         lines += [f"### Against {experiment.config.baseline_label} on {label(analysis.primary)}"
-                  + ("" if differ else f" at {own}") + " (the verdicts)", "",
-                  md_table(*comparison_rows(experiment, analysis)), "", *confound_lines(report, analysis)]
+                  + ("" if differ else f" at {own}") + " (the verdicts)", ""]
+        note = interim(report.frame, task.key)
+        if note:
+            lines += [f"**Interim:** {note} (see Grid status).", ""]
+        lines += [md_table(*comparison_rows(experiment, analysis)), "", *confound_lines(report, analysis)]
         lines += ["Other metrics, descriptive (difference [95% CI], no verdicts):", "",
                   md_table(*descriptive_rows(analysis, descriptive_metrics(task))), ""]
     if not ((report.frame.task == task.key) & report.frame.status.isin(("complete", "diverged"))).any():
