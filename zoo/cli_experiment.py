@@ -14,6 +14,7 @@ from rich.table import Table
 from zoo.config_io import parse_assignments
 from zoo.experiment import load_experiment, store
 from zoo.experiment.executors import EXECUTORS, ExecutorError, create
+from zoo.experiment.grid import Part
 
 RECORDS = store.RECORDS
 
@@ -36,15 +37,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     from zoo.train.tensorboard import log_destination
 
     experiment = load_experiment(args.experiment)
-    experiment.check_data()
+    part = Part(tuple(args.variants), tuple(args.tasks), tuple(args.seeds)).checked(experiment)
+    experiment.check_data(part.task_entries(experiment))
     executor = _executor(args)  # an unknown executor or a bad option: said before anything is written
     runs, out = _places(args, experiment)
     if args.dry_run:
-        return _dry_run(experiment, runs, out, args)
+        return _dry_run(experiment, runs, out, args, part)
     log_to = log_destination(args.log_to)
-    _write_floors(experiment, out)
-    results = run_grid(experiment, runs, out / RECORDS, executor=executor, console=errors,
-                       live=not args.no_live, reuse_from=[Path(folder) for folder in args.reuse_from], log_to=log_to)
+    _write_floors(experiment, out, part.task_entries(experiment))
+    results = run_grid(experiment, runs, out / RECORDS, executor=executor, console=errors, live=not args.no_live,
+                       reuse_from=[Path(folder) for folder in args.reuse_from], log_to=log_to, part=part)
     counts: dict[str, int] = {}
     for state, _ in results.values():
         counts[state] = counts.get(state, 0) + 1
@@ -72,14 +74,14 @@ def _executor(args: argparse.Namespace):
     return create(args.executor, **{**flags, **given})
 
 
-def _dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace) -> int:
-    """`zoo run --dry-run`: what the grid would do per task and the training time it would take."""
+def _dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: Part) -> int:
+    """`zoo run --dry-run`: what the grid (or its part) would do per task and the training time it would take."""
     from zoo.experiment.forecast import forecast
     from zoo.experiment.grid import cells, reusable
 
     reuse = [Path(folder) for folder in args.reuse_from]
-    grid = reusable(experiment, cells(experiment, runs, out / RECORDS), reuse)
-    rows = forecast(experiment, grid, reuse)
+    grid = reusable(experiment, cells(experiment, runs, out / RECORDS, part=part), reuse)
+    rows = [row for row in forecast(experiment, grid, reuse) if row.cells]  # a --tasks part: its tasks alone
     table = Table(title=f"zoo run {experiment.name} --dry-run: nothing is trained, moved or written",
                   title_justify="left")
     for column in ("task", "cells", "recorded", "copied", "stale", "new", "s/step", "core-hours left"):
@@ -107,12 +109,13 @@ def _dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace) -> int
 
 
 # -- zoo floors ------------------------------------------------------------------------------------
-def _write_floors(experiment, out: Path) -> None:
-    """Score each task's trivial systems (zoo/experiment/floors.py) where no current floor file is there."""
+def _write_floors(experiment, out: Path, tasks: list | None = None) -> None:
+    """Score each task's (or `tasks`') trivial systems (zoo/experiment/floors.py) where no current floor file is
+    there."""
     from zoo.experiment.floors import write_floors
 
     with errors.status(f"{experiment.name}: scoring the tasks' trivial systems (copy the source, ...)"):
-        written = write_floors(experiment, out / RECORDS)
+        written = write_floors(experiment, out / RECORDS, tasks)
     if written:
         errors.print(f"{experiment.name}: trivial floors of {', '.join(written)} -> {out / RECORDS / '.floors'}",
                      highlight=False, markup=False, soft_wrap=True)
@@ -233,6 +236,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(seed) for seed in _names(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seeds are whole numbers separated by commas, e.g. 3,4 (got {text!r})"
+                                         ) from None
+
+
 def _experiment_arguments(parser) -> None:
     """EXPERIMENT and --out, the same for `zoo run` and `zoo report` (which must agree on where records live)."""
     parser.add_argument("experiment", metavar="EXPERIMENT",
@@ -270,6 +285,12 @@ def add_commands(sub) -> None:
                    help="other experiments' report folders (e.g. reports/budget-pilot): a cell whose very "
                    "definition (spec, task, data, training config and seed, decoding) one of their records has is "
                    "not trained but gets a copy of that record, whose provenance names the original")
+    p.add_argument("--variants", type=_names, default=(), metavar="LABEL,...", help="only these variants")
+    p.add_argument("--tasks", type=_names, default=(), metavar="KEY,...", help="only these tasks, by key (the "
+                   "task's label, else its name with ':' as '-', as reports and --dry-run show it)")
+    p.add_argument("--seeds", type=_seeds, default=(), metavar="N,...", help="only these seeds. With --variants "
+                   "and --tasks: part of the grid, the same cells and records, e.g. to train whole seeds on another "
+                   "machine and commit their records (the rest resumes from them)")
     p.add_argument("--log-to", nargs=2, metavar=("tensorboard", "DIR"), help="also write each cell's curves to "
                    "TensorBoard while it trains, in DIR/<variant>/<task>/seed-<n> (extra zoo[tensorboard])")
     p.set_defaults(run=cmd_run)

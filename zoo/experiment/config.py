@@ -297,9 +297,12 @@ class Experiment:
             options["data_dir"] = str((self.path.parent / self.config.data_dir).resolve())
         return TaskConfig(name=task.name, **options)
 
-    def check_data(self) -> None:
-        """Every task's corpus files exist (not read): `zoo run` fails at once, not in the grid's first text cell."""
+    def check_data(self, tasks: list[TaskEntry] | None = None) -> None:
+        """Every task's (or `tasks`') corpus files exist (not read): `zoo run` fails at once, not in the grid's
+        first text cell."""
         for i, task in enumerate(self.config.tasks):
+            if tasks is not None and task not in tasks:
+                continue
             try:
                 check_files(self.task_config(task))
             except DataError as err:

@@ -90,10 +90,11 @@ def current_floor(experiment, records_root: Path, task) -> dict[str, Any] | None
     return floor if floor is not None and is_current(floor, definition(experiment, task)) else None
 
 
-def write_floors(experiment, records_root: Path) -> list[str]:
-    """Compute and write every task's floors that are missing or no longer current; the task keys written."""
+def write_floors(experiment, records_root: Path, tasks: list | None = None) -> list[str]:
+    """Compute and write every task's (or `tasks`') floors that are missing or no longer current; the task keys
+    written."""
     written = []
-    for task in experiment.config.tasks:
+    for task in experiment.config.tasks if tasks is None else tasks:
         try:
             floor = read_floor(records_root, task.key)
         except RunError:

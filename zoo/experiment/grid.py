@@ -19,6 +19,7 @@ from pathlib import Path
 from zoo import rundir
 from zoo.experiment import record as records
 from zoo.experiment import store
+from zoo.experiment.config import ExperimentError
 from zoo.plugins import loaded as loaded_plugins
 
 
@@ -59,13 +60,48 @@ class Cell:
         return store.CellLock(Path(self.runs_root) / store.LOCKS / part.with_name(part.name + ".lock"))
 
 
-def cells(experiment, runs_root: Path, records_root: Path, concurrent: int = 1, commit: str = "") -> list[Cell]:
-    """The grid in run order: task by task, and within a task seed by seed across all variants, so a
-    grid stopped part-way (a session's end) leaves every variant with the same seeds, ready to compare."""
+@dataclass(frozen=True)
+class Part:
+    """Some of an experiment's variants, tasks (by key) and seeds, each empty for all of them (`zoo run
+    --variants/--tasks/--seeds`): the same cells with the same definitions and records, fewer of them, so
+    machines can share a grid (a GPU takes whole seeds, the CPU the rest) and each resumes from the records."""
+
+    variants: tuple[str, ...] = ()
+    tasks: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+
+    def checked(self, experiment) -> Part:
+        """Itself, when the experiment has every value it names; else an error naming the allowed values."""
+        config = experiment.config
+        for flag, asked, allowed in (("--variants", self.variants, [v.label for v in config.variants]),
+                                     ("--tasks", self.tasks, [t.key for t in config.tasks]),
+                                     ("--seeds", self.seeds, list(config.seeds))):
+            unknown = [str(value) for value in asked if value not in allowed]
+            if unknown:
+                raise ExperimentError(f"{flag}: {experiment.name} has no {', '.join(unknown)} "
+                                      f"(it has {', '.join(map(str, allowed))})")
+        return self
+
+    def holds(self, variant: str, task: str, seed: int) -> bool:
+        return ((not self.variants or variant in self.variants) and (not self.tasks or task in self.tasks)
+                and (not self.seeds or seed in self.seeds))
+
+    def task_entries(self, experiment) -> list:
+        return [task for task in experiment.config.tasks if not self.tasks or task.key in self.tasks]
+
+
+WHOLE = Part()  # the whole grid
+
+
+def cells(experiment, runs_root: Path, records_root: Path, concurrent: int = 1, commit: str = "",
+          part: Part = WHOLE) -> list[Cell]:
+    """The grid (or its `part`) in run order: task by task, and within a task seed by seed across all variants,
+    so a grid stopped part-way (a session's end) leaves every variant with the same seeds, ready to compare."""
     runs, kept = str(Path(runs_root).resolve()), str(Path(records_root).resolve())
     seeds = {seed: i for i, seed in enumerate(experiment.config.seeds)}
     tasks = {task.key: i for i, task in enumerate(experiment.config.tasks)}
-    ordered = sorted(experiment.grid(), key=lambda cell: (tasks[cell[1].key], seeds[cell[2]]))  # stable: variants
+    chosen = [(variant, task, seed) for variant, task, seed in experiment.grid() if part.holds(variant, task.key, seed)]
+    ordered = sorted(chosen, key=lambda cell: (tasks[cell[1].key], seeds[cell[2]]))  # stable: variants
     plugins = tuple(plugin.where for plugin in loaded_plugins())
     return [Cell(str(experiment.path.resolve()), experiment.name, variant, task.key, seed, runs, kept, concurrent,
                  commit, plugins=plugins) for variant, task, seed in ordered]

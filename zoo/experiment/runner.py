@@ -22,20 +22,20 @@ from rich.markup import escape
 from zoo.experiment import executors, store
 from zoo.experiment import record as records
 from zoo.experiment.executors import Executor, Results
-from zoo.experiment.grid import cells, plan, reusable
+from zoo.experiment.grid import WHOLE, Part, cells, plan, reusable
 from zoo.experiment.view import GridView
 
 
 def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str | Executor = "local",
              console: Console | None = None, live: bool = True, reuse_from: list[Path] = (),
-             log_to: Path | None = None, **options: Any) -> Results:
+             log_to: Path | None = None, part: Part = WHOLE, **options: Any) -> Results:
     """Run every cell; returns {cell name: (final status, reason)}. `executor`: a registered executor's name
     (zoo/experiment/executors.py), with its `options` (local: workers; ray: address, threads), or an executor.
     `reuse_from`: other experiments' report folders whose records of a cell's very definition are copied
-    instead of training it again."""
+    instead of training it again. `part`: only those variants, tasks and seeds."""
     runner = executor if isinstance(executor, Executor) else executors.create(executor, **options)
     grid = cells(experiment, runs_root, records_root, concurrent=max(runner.concurrent, 1),
-                 commit=records.zoo_commit())
+                 commit=records.zoo_commit(), part=part)
     if log_to is not None:
         grid = [replace(cell, log_to=str(Path(log_to).resolve())) for cell in grid]
     console = console or Console(stderr=True)
