@@ -58,3 +58,15 @@ options = {symbols = 8, min_len = 3, max_len = 6, train_size = 300, valid_size =
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("│")]
     assert [row.split("│")[1:3] for row in rows] == [[" reverse ", "     2 "]]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_part_needs_only_its_own_tasks_data(tmp_path, monkeypatch, capsys):
+    """A machine given the synthetic part of a grid need not hold the corpora of its translation tasks."""
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "no-corpora-here"))
+    path = experiment_file(tmp_path, **{"[train]": """[[tasks]]
+name = "multi30k:de-en"
+
+[train]"""})
+    assert zoo_run(path, tmp_path, "--dry-run") == 2
+    assert "tasks[1] (multi30k:de-en)" in capsys.readouterr().err
+    assert zoo_run(path, tmp_path, "--tasks", "copy", "--dry-run") == 0
