@@ -9,6 +9,7 @@ import functools
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -336,6 +337,13 @@ def run() -> Any:  # pragma: no cover - console entry point
     except BrokenPipeError:  # `zoo schema | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
+    if code == 130 and threading.active_count() > 1:
+        # Ctrl-C while a cell trains in a thread of this process (`zoo run` with one worker): that thread cannot
+        # be stopped, and finalising the interpreter under it aborts in torch's C++ ("terminate called ...").
+        # End as a kill would, which the run store is built for: writes are atomic, locks die with the process.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     sys.exit(code)
 
 
