@@ -474,7 +474,7 @@ def test_an_inconclusive_finding_says_when_the_published_effect_lies_outside_the
     def settled(low: float, high: float, alpha: float = 0.05) -> Check:
         result = SimpleNamespace(difference=(low + high) / 2, ci_low=low, ci_high=high, p_value=0.02, p_adjusted=0.08,
                                  n_variant=5, n_baseline=5, verdict="no detectable difference")
-        comparison = SimpleNamespace(result=result, equivalence=None, mde=0.9)
+        comparison = SimpleNamespace(result=result, equivalence=None, mde=0.9, unreachable=None)
         return settle(Check(finding, "mt", "bleu", INCONCLUSIVE, "", comparison=comparison), alpha=alpha)
 
     outside = settled(-1.41, -0.14)
@@ -651,6 +651,28 @@ def test_power_numbers_are_at_the_level_the_corrected_test_uses():
     test = at_level(compare_failures(0, 5, 3, 5), 0.05 / 14)
     assert test.cannot_reject and "cannot reject after correction" in fmt_rise(test)
     assert not at_level(compare_failures(0, 8, 3, 8), 0.05 / 2).cannot_reject
+
+
+def test_unequal_seeds_whose_permutation_floor_is_above_the_corrected_level_say_they_cannot_reject(quickstart):
+    """4 v 3 seeds: the permutation-checked p is at least 1/35 (0.029), so at 0.05 / 14 no outcome rejects,
+    and the row says so instead of a detectable difference (the interim five-writeups report printed 'no
+    difference larger than 8.63 could be detected' beside an observed -24.5)."""
+    from dataclasses import replace
+
+    from zoo.report.analysis import at_level
+    from zoo.report.tables import fmt_detectable
+    from zoo.stats.seeds import compare_seeds
+    from zoo.stats.welch import permutation_floor
+
+    assert permutation_floor(4, 3) == pytest.approx(1 / 35) and permutation_floor(3, 3) == pytest.approx(2 / 20)
+    _, report = quickstart
+    base, other = (30.1, 30.6, 29.8, 30.3), (5.2, 6.0, 5.5)
+    c = replace(report.tasks[0].comparisons["pre-norm-conv1d"], per_seed=(base, other),
+                result=compare_seeds(base, other, higher_is_better=True))
+    blocked = at_level(c, 0.05 / 14, 1.0)
+    assert blocked.unreachable == pytest.approx(0.05 / 14) and math.isinf(blocked.mde)
+    assert fmt_detectable(blocked) == "cannot reject after correction (no outcome of these runs has p < 0.0036)"
+    assert at_level(c, 0.05, 1.0).unreachable is None  # 0.029 < 0.05: a 4 v 3 test can reject alone
 
 
 @pytest.mark.parametrize("target", [0.5, 1.0, 2.0, 4.0])

@@ -35,11 +35,13 @@ from zoo.report.collect import Records, sentence_stats
 from zoo.stats import FEW, POWER
 from zoo.stats import outcomes as oc
 from zoo.stats.aso import eps_min
-from zoo.stats.corpus import compare_corpus, corpus_tost
+from zoo.stats.corpus import SEEDS_AND_SENTENCES_PERMUTATION, compare_corpus, corpus_tost
 from zoo.stats.power import detectable, seeds_for, seeds_needed
-from zoo.stats.seeds import Difference, compare_seeds, prob_better
+from zoo.stats.seeds import WELCH_PERMUTATION, Difference, compare_seeds, prob_better
 from zoo.stats.tost import Equivalence, tost
-from zoo.stats.welch import MIN_SEEDS
+from zoo.stats.welch import MIN_SEEDS, permutation_floor
+
+PERMUTATION_CHECKED = (WELCH_PERMUTATION, SEEDS_AND_SENTENCES_PERMUTATION)  # tests whose p has a floor
 
 # Which way is better, per results column that is not a metric; columns not listed (e.g. parameters) and not
 # metrics are not compared. Metrics say it themselves (zoo/metrics.py), plugins' included.
@@ -83,6 +85,7 @@ class Comparison:
     seeds_needed: int | None  # per arm, for the task's target effect at the report's alpha and power
     equivalence: Equivalence | None  # TOST against the task's margin (primary metric only)
     per_seed: tuple[tuple[float, ...], tuple[float, ...]]  # (reference, variant) values
+    unreachable: float | None = None  # the corrected level, when no outcome of these runs can reach it
 
     @property
     def verdict(self) -> str:
@@ -299,8 +302,11 @@ def at_level(comparison: Comparison, level: float, target: float, power: float =
     sd_v = float(np.std(other, ddof=1)) if len(other) > 1 else math.nan
     seed_se = getattr(result, "se_seeds", result.se)
     extra = max(0.0, result.se ** 2 - seed_se ** 2) if not math.isnan(result.se) else 0.0
-    return replace(comparison, mde=detectable(result.se, result.df, level, power),
-                   seeds_needed=seeds_for(target, sd_b, sd_v, extra, level, power))
+    needed = seeds_for(target, sd_b, sd_v, extra, level, power)
+    if result.method in PERMUTATION_CHECKED and permutation_floor(len(base), len(other)) > level:
+        # unequal seeds: p is at least the permutation p, which cannot fall below its floor
+        return replace(comparison, mde=math.inf, seeds_needed=needed, unreachable=level)
+    return replace(comparison, mde=detectable(result.se, result.df, level, power), seeds_needed=needed)
 
 
 def _mde(result, alpha: float, power: float = POWER) -> float:

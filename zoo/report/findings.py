@@ -239,9 +239,11 @@ def settle(check_: Check, alpha: float) -> Check:
         check_.outcome = UNTESTABLE
         said += (f"; not testable at this margin: {_within(finding.effect, c.equivalence.margin)}, so neither "
                  "equivalence nor this design's power "
-                 f"(detectable: {c.mde:.3g}) can speak to it; {_seeds_for(c, finding.effect, alpha)}")
+                 f"(detectable: {'none after correction' if c.unreachable is not None else f'{c.mde:.3g}'}) can "
+                 f"speak to it; {_seeds_for(c, finding.effect, alpha)}")
     else:
-        said += f"; no difference larger than {c.mde:.3g} could be detected"
+        said += ("; no outcome of these runs could be significant after correction (unequal seeds)"
+                 if c.unreachable is not None else f"; no difference larger than {c.mde:.3g} could be detected")
         if finding.effect is not None and not r.ci_low <= finding.effect <= r.ci_high:
             # Descriptive, not a second test: the interval is unadjusted, so the outcome stays inconclusive.
             said += f"; the published effect ({finding.effect:+g}) lies outside this {1 - alpha:.0%} CI (unadjusted)"

@@ -73,6 +73,14 @@ def fmt_effect(difference: float, low: float, high: float, column: str = "") -> 
     return fmt_difference(difference, column) + interval
 
 
+def fmt_detectable(comparison) -> str:
+    """The smallest difference the design detects, or why it detects none: with unequal seeds the
+    permutation-checked p cannot fall below its floor, which may be above the corrected level."""
+    if comparison.unreachable is not None:
+        return f"cannot reject after correction (no outcome of these runs has p < {comparison.unreachable:.2g})"
+    return fmt(comparison.mde, comparison.metric)
+
+
 def fmt_rise(test: oc.FailureComparison | None) -> str:
     """The smallest rise of the unstable share over the baseline's that the test would detect."""
     if test is None:
@@ -131,7 +139,8 @@ def verdict_text(comparison: Comparison, min_seeds: int, short: bool = False) ->
     if short:
         return {"no verdict": f"no verdict ({result.n_variant} v {result.n_baseline} trained seeds)",
                 "equivalent": f"equivalent ±{comparison.equivalence.margin:g}" if comparison.equivalence else "",
-                "undecided": f"none > {fmt(comparison.mde, comparison.metric)} detectable",
+                "undecided": ("cannot reject after correction" if comparison.unreachable is not None
+                              else f"none > {fmt(comparison.mde, comparison.metric)} detectable"),
                 }.get(verdict_class(comparison), result.verdict)
     if result.verdict == FEW:
         return (f"no verdict: {result.n_variant} v {result.n_baseline} trained seeds (< {min_seeds}); per seed "
@@ -141,6 +150,8 @@ def verdict_text(comparison: Comparison, min_seeds: int, short: bool = False) ->
         return f"**{result.verdict}**"
     if comparison.equivalence is not None and comparison.equivalence.equivalent:
         return f"**equivalent** within ±{comparison.equivalence.margin:g}"
+    if comparison.unreachable is not None:
+        return f"undecided: cannot reject after correction ({result.n_baseline} v {result.n_variant} seeds)"
     return (f"no difference larger than {fmt(comparison.mde, comparison.metric)} could be detected "
             f"({result.n_baseline} v {result.n_variant} seeds)")
 
@@ -234,7 +245,7 @@ def comparison_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[lis
         rows.append([variant, fmt_effect(r.difference, r.ci_low, r.ci_high, c.metric),
                      fmt_p(r.p_value), fmt_p(r.p_adjusted),
                      verdict_text(c, settings.min_seeds) + _among_trained(analysis, c),
-                     fmt(c.prob_better), fmt(c.eps_min), fmt(c.mde, c.metric),
+                     fmt(c.prob_better), fmt(c.eps_min), fmt_detectable(c),
                      str(c.seeds_needed) if c.seeds_needed else ("—" if r.verdict == FEW else "> 100"),
                      equivalence, fmt_p(sentence.p_value) if sentence is not None else "—"])
     return header, rows
@@ -318,7 +329,7 @@ def plan_rows(experiment: Experiment, analysis: TaskAnalysis, effect: float,
         r = c.result
         extra = max(0.0, r.se ** 2 - getattr(r, "se_seeds", r.se) ** 2) if not math.isnan(r.se) else 0.0
         needed = seeds_for(effect, sd_b, sd_v, extra, level, settings.power)
-        rows.append([variant, f"{len(base)}, {len(other)}", f"{fmt(sd_b)}, {fmt(sd_v)}", fmt(c.mde, c.metric),
+        rows.append([variant, f"{len(base)}, {len(other)}", f"{fmt(sd_b)}, {fmt(sd_v)}", fmt_detectable(c),
                      str(needed) if needed else "more than 100"])
     return header, rows
 
@@ -330,7 +341,7 @@ def terminal_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[list[
               "detectable Δ"]
     rows = [[variant, fmt_effect(c.result.difference, c.result.ci_low, c.result.ci_high, c.metric),
              fmt_p(c.result.p_adjusted), verdict_text(c, settings.min_seeds, short=True), fmt(c.prob_better),
-             fmt(c.mde, c.metric)] for variant, c in analysis.comparisons.items()]
+             fmt_detectable(c)] for variant, c in analysis.comparisons.items()]
     return header, rows
 
 

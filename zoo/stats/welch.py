@@ -74,6 +74,13 @@ def splits(n_baseline: int, n_variant: int, seed: int = SEED) -> np.ndarray:
     return np.vstack([np.arange(n), random])
 
 
+def permutation_floor(n_baseline: int, n_variant: int) -> float:
+    """The smallest p `permutation_p` can give with these arm sizes (that of a perfectly separated sample):
+    a permutation-checked test at a level below it can reject nothing, whatever the runs show."""
+    separated = np.arange(n_variant, dtype=float) + 2.0 * (n_baseline + n_variant)
+    return float(permutation_p(np.arange(n_baseline, dtype=float), separated))
+
+
 def permutation_p(baseline: np.ndarray, variant: np.ndarray, seed: int = SEED) -> np.ndarray:
     """Two-sided permutation p of Welch's |t|, vectorised over leading axes: the share of splits of
     the pooled seeds whose |t| is at least the observed one (the observed split counts, so p > 0)."""

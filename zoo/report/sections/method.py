@@ -17,7 +17,9 @@ def method_section(report: Report) -> list[str]:
         "finds with 80% power at the level one rejection needs after the correction (alpha / the instability family; "
         "exact binomial power); 'cannot reject after correction' where no outcome of the runs could reach it.",
         "- Per-seed metrics: Welch's t-test and interval (Welch–Satterthwaite df); with unequal seed counts the "
-        "p-value is the larger of Welch's and an exact permutation p. Corpus metrics (BLEU, chrF, exact match) add "
+        "p-value is the larger of Welch's and an exact permutation p, which cannot fall below 1 / (the number "
+        "of splits): where that floor is above the corrected level the row says 'cannot reject after correction' "
+        "instead of a detectable Δ. Corpus metrics (BLEU, chrF, exact match) add "
         "test-sentence variation: variance = Welch seed variance of the per-seed scores + paired sentence-bootstrap "
         "variance (1000 resamples), Satterthwaite df. The sentence-only bootstrap p is shown for reference: it "
         "holds the trained models fixed and sees no seed variation.",
