@@ -96,16 +96,26 @@ def _dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: 
                       "—" if row.seconds_per_step is None else f"{row.seconds_per_step:.3f}",
                       "unknown" if hours is None or row.unbounded else f"{hours / 3600:.1f}")
     console.print(table)
-    workers = max(1, args.workers or 1)
-    console.print(f"about {total / 3600:.1f} core-hours of training left"
-                  + (f" (and an unknown amount for {', '.join(unknown)}: no complete record of the same task and "
-                     "data, trained on the kind of device these runs get here, gives a rate, or the budget is not in "
-                     "steps)" if unknown else "")
-                  + f"; with {workers} worker{'s' if workers > 1 else ''} about {total / 3600 / workers:.1f} hours. "
-                  "stale: recorded or started under another definition, so run again. s/step: median seconds per "
-                  "training step of the task's complete records from this kind of device (CPU or GPU), measured with "
-                  "as many runs sharing the machine as they had; evaluation is not counted.", soft_wrap=True)
+    console.print(_dry_run_summary(total, unknown, max(1, args.workers or 1)), soft_wrap=True)
     return 0
+
+
+def _dry_run_summary(core_seconds: float, unknown: list[str], workers: int) -> str:
+    """The line under the dry-run table: the training time left, what of it cannot be forecast and why, and
+    what the columns mean. Where all the training left is in tasks with no rate, its time is unknown, not
+    "about 0.0 core-hours"."""
+    why = ("no complete record of the same task and data, trained on the kind of device these runs get here, "
+           "gives a rate, or the budget is not in steps")
+    hours = core_seconds / 3600
+    if unknown and not core_seconds:
+        left = f"training time left unknown for {', '.join(unknown)} ({why})"
+    else:
+        left = (f"about {hours:.1f} core-hours of training left"
+                + (f" (and an unknown amount for {', '.join(unknown)}: {why})" if unknown else "")
+                + f"; with {workers} worker{'s' if workers > 1 else ''} about {hours / workers:.1f} hours")
+    return (f"{left}. stale: recorded or started under another definition, so run again. s/step: median seconds "
+            "per training step of the task's complete records from this kind of device (CPU or GPU), measured "
+            "with as many runs sharing the machine as they had; evaluation is not counted.")
 
 
 # -- zoo floors ------------------------------------------------------------------------------------
