@@ -350,6 +350,25 @@ options = {symbols = 8, min_len = 2, max_len = 4}
     assert "- `reverse`: **30 of 30 cells not run yet**" in text
 
 
+def test_the_effects_plot_names_the_margin_in_its_axis_label_not_in_a_legend_over_the_points(fake, tmp_path,
+                                                                                            monkeypatch):
+    """A legend in a corner of the forest plot hid the point of the variant drawn there (a "better" one at the
+    bottom right), so the margin's band is named in the x label."""
+    experiment, root = fake
+    from zoo.report import plots
+
+    drawn, save = {}, plots.save
+
+    def keep(fig, path):
+        drawn[Path(path).name] = [(ax.get_legend(), ax.get_xlabel()) for ax in fig.axes]
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "save", keep)
+    build_report(experiment, root, tmp_path / "out", "zoo report fake")
+    [(legend, xlabel), _] = drawn["copy-effects.png"]
+    assert legend is None and "equivalence margin ±" in xlabel
+
+
 def test_an_interrupted_report_never_leaves_an_old_report_beside_new_tables(fake, tmp_path, monkeypatch):
     experiment, root = fake
     out = tmp_path / "out"

@@ -139,15 +139,16 @@ def effects(experiment: Experiment, analysis: TaskAnalysis, path: Path) -> Path:
             right.errorbar(100 * test.difference, y, xerr=[[100 * (test.difference - test.ci_low)],
                                                            [100 * (test.ci_high - test.difference)]],
                            fmt="s", color="firebrick", capsize=3)
-    if task.margin is not None:
-        left.axvspan(-task.margin, task.margin, color="green", alpha=0.12, label=f"equivalence margin ±{task.margin:g}")
-        left.legend(fontsize=8, loc="lower right")
+    band = ""
+    if task.margin is not None:  # named in the axis label: a legend inside the axes can hide a point
+        left.axvspan(-task.margin, task.margin, color="green", alpha=0.12)
+        band = f"\ngreen band: the equivalence margin ±{task.margin:g}"
     settings = experiment.config.analysis
     left.set_yticks(range(len(rows)), [f"{v}: {verdict_text(c, settings.min_seeds, short=True)}" for v, c in rows],
                     fontsize=8)
     left.invert_yaxis()
     metric = analysis.primary
-    left.set(xlabel=f"Δ test {label(metric)} vs {experiment.config.baseline_label} ({unit(metric)})",
+    left.set(xlabel=f"Δ test {label(metric)} vs {experiment.config.baseline_label} ({unit(metric)}){band}",
              title="quality of the runs that trained (95% CI; hollow: no verdict)")
     right.set(xlabel=f"Δ share of unstable runs vs {experiment.config.baseline_label} (points)",
               title="instability: stalled + diverged (95% CI)")
