@@ -125,7 +125,7 @@ def fabricate(experiment, root: Path, variant: str, seed: int, value: float | No
     if value is None:
         record = {**head, "status": "diverged", "reason": "diverged at step 7", "summary": {"steps": 7},
                   "spec": experiment.specs[variant].model_dump(mode="json"), "final": None,
-                  "curves": {"train": {"step": [1], "loss": [9.0]}, "eval": {}}}
+                  "curves": {"train": {"step": [1], "loss": [9.0], "nll": [9.5]}, "eval": {}}}
     else:
         final = value if valid is None else valid
         curve = [final / 4, final / 2, final * 0.9, final]
@@ -138,7 +138,7 @@ def fabricate(experiment, root: Path, variant: str, seed: int, value: float | No
                               "train_seconds": 10.0, "device": "cpu"},
                   "spec": experiment.specs[variant].model_dump(mode="json"),
                   "final": {"exact_match": final, "valid_ppl": 2.0 + seed / 10, "valid_loss": 1.0},
-                  "curves": {"train": {"step": [1, 2], "loss": [3.0, 2.0 + seed / 100]},
+                  "curves": {"train": {"step": [1, 2], "loss": [3.0, 2.0 + seed / 100], "nll": [2.5, 1.5 + seed / 100]},
                              "eval": {**evals, "exact_match": curve}},
                   "test": {"exact_match": float(value), "token_accuracy": float(value), "ppl": 2.0},
                   "hypotheses": [f"h{i}" for i in range(SENTENCES)],
@@ -350,23 +350,35 @@ options = {symbols = 8, min_len = 2, max_len = 4}
     assert "- `reverse`: **30 of 30 cells not run yet**" in text
 
 
-def test_the_effects_plot_names_the_margin_in_its_axis_label_not_in_a_legend_over_the_points(fake, tmp_path,
-                                                                                            monkeypatch):
-    """A legend in a corner of the forest plot hid the point of the variant drawn there (a "better" one at the
-    bottom right), so the margin's band is named in the x label."""
-    experiment, root = fake
+def drawn_axes(experiment, root, out, monkeypatch) -> dict:
+    """Each plot of a report built into `out`, by file name: its axes, kept before the figure is closed."""
     from zoo.report import plots
 
     drawn, save = {}, plots.save
 
     def keep(fig, path):
-        drawn[Path(path).name] = [(ax.get_legend(), ax.get_xlabel()) for ax in fig.axes]
+        drawn[Path(path).name] = fig.axes
         return save(fig, path)
 
     monkeypatch.setattr(plots, "save", keep)
-    build_report(experiment, root, tmp_path / "out", "zoo report fake")
-    [(legend, xlabel), _] = drawn["copy-effects.png"]
-    assert legend is None and "equivalence margin ±" in xlabel
+    build_report(experiment, root, out, "zoo report fake")
+    return drawn
+
+
+def test_the_effects_plot_names_the_margin_in_its_axis_label_not_in_a_legend_over_the_points(fake, tmp_path,
+                                                                                            monkeypatch):
+    """A legend in a corner of the forest plot hid the point of the variant drawn there (a "better" one at the
+    bottom right), so the margin's band is named in the x label."""
+    left, _ = drawn_axes(*fake, tmp_path / "out", monkeypatch)["copy-effects.png"]
+    assert left.get_legend() is None and "equivalence margin ±" in left.get_xlabel()
+
+
+def test_the_learning_curves_show_the_training_nll_which_is_alike_across_output_heads(fake, tmp_path, monkeypatch):
+    """The training objective's label smoothing depends on the head (zoo/loss.py), so the curves draw the
+    logged NLL: the fabricated complete records log, at step 2, loss 2.0 + seed/100 and NLL 1.5 + seed/100."""
+    _, right = drawn_axes(*fake, tmp_path / "out", monkeypatch)["copy-curves.png"]
+    last = [line.get_ydata()[-1] for line in right.get_lines()]
+    assert last and all(y < 2.0 for y in last) and "no smoothing" in right.get_ylabel()
 
 
 def test_an_interrupted_report_never_leaves_an_old_report_beside_new_tables(fake, tmp_path, monkeypatch):

@@ -152,7 +152,7 @@ def collect(experiment: Experiment, records: Records) -> pd.DataFrame:
 
 def curves(records: Records) -> pd.DataFrame:
     """Long table of the recorded curves: variant, task, seed, step, kind ('train'|'eval'), and the
-    logged values (loss for training rows; valid_* and metrics for evaluation rows)."""
+    logged values (loss and nll for training rows; valid_* and metrics for evaluation rows)."""
     frames = []
     for (variant, task, seed), record in records.by_cell.items():
         for kind in ("train", "eval"):
@@ -162,7 +162,7 @@ def curves(records: Records) -> pd.DataFrame:
             table = pd.DataFrame({k: pd.to_numeric(pd.Series(v), errors="coerce") for k, v in columns.items()})
             frames.append(table.assign(variant=variant, task=task, seed=seed, kind=kind))
     if not frames:
-        return pd.DataFrame(columns=["variant", "task", "seed", "step", "kind", "loss"])
+        return pd.DataFrame(columns=["variant", "task", "seed", "step", "kind", "loss", "nll"])
     return pd.concat(frames, ignore_index=True)
 
 
