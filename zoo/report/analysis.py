@@ -91,6 +91,23 @@ class Comparison:
     def verdict(self) -> str:
         return self.result.verdict
 
+    @property
+    def undetectable_in_range(self) -> tuple[float, float] | None:
+        """The metric's bounds when the detectable Δ exceeds their span: no difference the metric can show is
+        detectable (3 v 3 seeds of a noisy arm on 0-100 exact match can need 287 points), so saying "none
+        larger than 287" would read as a bound where there is none."""
+        low, high = bounds(self.metric)
+        return (low, high) if self.mde > high - low else None
+
+
+def detectable_phrase(comparison: Comparison, larger_than) -> str:
+    """What no difference could be detected of: `larger_than(mde)` ('larger than 9.06', '> 9.06': the tables,
+    the terminal and the findings word it differently), or 'within the metric's range (0–100)'."""
+    span = comparison.undetectable_in_range
+    if span is not None:
+        return f"within the metric's range ({span[0]:g}–{span[1]:g})"
+    return larger_than(comparison.mde)
+
 
 @dataclass
 class TaskAnalysis:

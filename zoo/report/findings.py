@@ -27,7 +27,7 @@ import numpy as np
 
 from zoo.experiment import Experiment
 from zoo.experiment.config import Finding, TaskEntry
-from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, compared_columns
+from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, compared_columns, detectable_phrase
 from zoo.report.collect import ReportError
 from zoo.report.equiv import Matrix
 from zoo.stats import BETTER, FEW, WORSE
@@ -178,6 +178,13 @@ def _inside_margin(finding: Finding, comparison: Comparison, margin: float | Non
             f"{_seeds_for(comparison, finding.effect, alpha)}")
 
 
+def _detectable(c: Comparison) -> str:
+    """The design's detectable Δ in a finding's words, or why there is none."""
+    if c.unreachable is not None:
+        return "none after correction"
+    return "none within the metric's range" if c.undetectable_in_range is not None else f"{c.mde:.3g}"
+
+
 def _within(effect: float, margin: float) -> str:
     return f"the published effect ({effect:+g}) is within the task's ±{margin:g}"
 
@@ -239,11 +246,12 @@ def settle(check_: Check, alpha: float) -> Check:
         check_.outcome = UNTESTABLE
         said += (f"; not testable at this margin: {_within(finding.effect, c.equivalence.margin)}, so neither "
                  "equivalence nor this design's power "
-                 f"(detectable: {'none after correction' if c.unreachable is not None else f'{c.mde:.3g}'}) can "
+                 f"(detectable: {_detectable(c)}) can "
                  f"speak to it; {_seeds_for(c, finding.effect, alpha)}")
     else:
         said += ("; no outcome of these runs could be significant after correction (unequal seeds)"
-                 if c.unreachable is not None else f"; no difference larger than {c.mde:.3g} could be detected")
+                 if c.unreachable is not None
+                 else f"; no difference {detectable_phrase(c, lambda mde: f'larger than {mde:.3g}')} could be detected")
         if finding.effect is not None and not r.ci_low <= finding.effect <= r.ci_high:
             # Descriptive, not a second test: the interval is unadjusted, so the outcome stays inconclusive.
             said += f"; the published effect ({finding.effect:+g}) lies outside this {1 - alpha:.0%} CI (unadjusted)"

@@ -13,7 +13,7 @@ import numpy as np
 from zoo import metrics
 from zoo.experiment import Experiment
 from zoo.experiment.config import TaskEntry
-from zoo.report.analysis import Comparison, TaskAnalysis, bounds
+from zoo.report.analysis import Comparison, TaskAnalysis, bounds, detectable_phrase
 from zoo.stats import ALPHA, BETTER, FEW, WORSE
 from zoo.stats import outcomes as oc
 from zoo.stats.intervals import mean_half_width
@@ -78,6 +78,9 @@ def fmt_detectable(comparison) -> str:
     permutation-checked p cannot fall below its floor, which may be above the corrected level."""
     if comparison.unreachable is not None:
         return f"cannot reject after correction (no outcome of these runs has p < {comparison.unreachable:.2g})"
+    span = comparison.undetectable_in_range
+    if span is not None:
+        return f"{fmt(comparison.mde, comparison.metric)}: more than the metric's range ({span[0]:g}–{span[1]:g})"
     return fmt(comparison.mde, comparison.metric)
 
 
@@ -137,10 +140,11 @@ def verdict_text(comparison: Comparison, min_seeds: int, short: bool = False) ->
     (`short`: the terminal's version, details left to report.md)."""
     result = comparison.result
     if short:
+        none_of = detectable_phrase(comparison, lambda mde: f"> {fmt(mde, comparison.metric)}")
         return {"no verdict": f"no verdict ({result.n_variant} v {result.n_baseline} trained seeds)",
                 "equivalent": f"equivalent ±{comparison.equivalence.margin:g}" if comparison.equivalence else "",
                 "undecided": ("cannot reject after correction" if comparison.unreachable is not None
-                              else f"none > {fmt(comparison.mde, comparison.metric)} detectable"),
+                              else f"none {none_of} detectable"),
                 }.get(verdict_class(comparison), result.verdict)
     if result.verdict == FEW:
         return (f"no verdict: {result.n_variant} v {result.n_baseline} trained seeds (< {min_seeds}); per seed "
@@ -152,8 +156,8 @@ def verdict_text(comparison: Comparison, min_seeds: int, short: bool = False) ->
         return f"**equivalent** within ±{comparison.equivalence.margin:g}"
     if comparison.unreachable is not None:
         return f"undecided: cannot reject after correction ({result.n_baseline} v {result.n_variant} seeds)"
-    return (f"no difference larger than {fmt(comparison.mde, comparison.metric)} could be detected "
-            f"({result.n_baseline} v {result.n_variant} seeds)")
+    larger_than = detectable_phrase(comparison, lambda mde: f"larger than {fmt(mde, comparison.metric)}")
+    return f"no difference {larger_than} could be detected ({result.n_baseline} v {result.n_variant} seeds)"
 
 
 def disagreement(test: oc.FailureComparison | None, alpha: float) -> str:

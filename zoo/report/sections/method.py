@@ -36,7 +36,9 @@ def method_section(report: Report) -> list[str]:
         f"- Power: 'detectable Δ' is the smallest true difference the design detects with {settings.power:.0%} power "
         "at the level one rejection needs after the correction (alpha divided by the family's size: Holm's first "
         "step; noncentral t from the comparison's own standard error); 'no difference larger than X could be "
-        "detected' is not evidence of no difference. 'seeds for ±X' is the number per arm that would detect the "
+        "detected' is not evidence of no difference. Where X exceeds the metric's whole range, the design "
+        "detects no difference the metric can show, and the report says so. 'seeds for ±X' is the number per arm "
+        "that would detect the "
         "task's target effect at that level, under the same variance model (a corpus metric's test-set variance "
         "does not shrink with seeds).",
         "- Equivalence only by TOST (two one-sided tests) against a margin declared per task in the experiment file.",
