@@ -254,12 +254,14 @@ def test_workers_die_with_their_parent(tmp_path):
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_ctrl_c_stops_a_grid_with_one_line_and_no_traceback(tmp_path, workers):
     """A terminal's Ctrl-C signals the whole process group, so the workers too; with one worker the cell
-    trains in a thread of `zoo run` itself, which must not abort the interpreter on its way out."""
+    trains in a thread of `zoo run` itself, which must not abort the interpreter on its way out. The child
+    starts with SIGINT at its default, as from a terminal: a test suite run as a background job (`cmd &`
+    without job control) inherits SIGINT ignored, and `zoo run` rightly keeps ignoring it there."""
     path = experiment_file(tmp_path, **{"steps = 40": "steps = 4000"})
     command = [sys.executable, "-m", "zoo", "run", str(path), "--runs", str(tmp_path / "runs"), "--out",
                str(tmp_path / "out"), "--no-live", "--workers", workers]
     process = subprocess.Popen(command, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     grid = cells(load_experiment(path), tmp_path / "runs", tmp_path / "out" / "records")
     deadline = time.time() + 120
     while time.time() < deadline and not any(rundir.read_metrics(c.out / rundir.METRICS) for c in grid):
