@@ -140,3 +140,27 @@ def test_a_flag_of_another_executor_is_one_line(capsys):
     assert main(["run", str(SMOKE), "--executor", "local", "--threads", "2", "--dry-run"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["zoo: error: --threads: executor local takes no threads (its options: workers)"]
+
+
+def test_the_live_grid_ends_its_last_line_in_a_log_file(tmp_path):
+    """rich ends a live display's last render with a newline only on a terminal: `zoo run > log 2>&1` ran the
+    grid's summary line ('... elapsed 658 s') into the next line printed."""
+    import io
+
+    from rich.console import Console
+
+    @register_executor("idle-test")
+    class Idle(Executor):
+        """Runs nothing (a test's)."""
+
+        def run(self, grid, results):
+            pass
+
+    log = io.StringIO()
+    try:
+        run_grid(load_experiment(SMOKE), tmp_path / "runs", tmp_path / "records", executor="idle-test",
+                 console=Console(file=log, width=200))
+    finally:
+        EXECUTORS.unregister("idle-test")
+    text = log.getvalue()
+    assert "post-norm" in text and re.search(r"elapsed \d+ s\n$", text)  # the grid, then its line ended

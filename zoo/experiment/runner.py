@@ -70,6 +70,8 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
         while worker.is_alive():
             worker.join(timeout=0.5)
             notes.update({name: reason for name, (_, reason) in results.items()})
+    if live and not console.is_terminal:
+        console.line()  # rich ends its last render with a newline only on a terminal; a log file needs one too
     if errors:
         raise errors[0]
     return {cell.name: results.get(cell.name, ("failed", "not run")) for cell in grid}
