@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from zoo.cli_experiment import _dry_run_summary
 from zoo.experiment import load_experiment
 from zoo.experiment.forecast import forecast
 from zoo.experiment.grid import cells, reusable
@@ -69,6 +70,12 @@ def test_dry_run_writes_nothing_and_prints_the_table(tmp_path):
     summary = " ".join(done.stdout.split())  # rich wraps the line to the terminal
     assert "training time left unknown for" in summary and "about 0.0" not in summary  # no record gives a rate
     assert sorted(p.name for p in tmp_path.iterdir()) == ["smoke.toml"]
+
+
+def test_a_finished_grid_says_nothing_is_left_not_zero_hours():
+    summary = _dry_run_summary(0.0, [], 2, to_run=0)
+    assert summary.startswith("nothing left to train") and "0.0" not in summary
+    assert _dry_run_summary(7200.0, [], 2, to_run=3).startswith("about 2.0 core-hours of training left")
 
 
 def test_a_grid_declared_for_a_gpu_is_forecast_on_a_machine_without_one(tmp_path):

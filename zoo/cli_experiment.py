@@ -96,18 +96,21 @@ def _dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: 
                       "—" if row.seconds_per_step is None else f"{row.seconds_per_step:.3f}",
                       "unknown" if hours is None or row.unbounded else f"{hours / 3600:.1f}")
     console.print(table)
-    console.print(_dry_run_summary(total, unknown, max(1, args.workers or 1)), soft_wrap=True)
+    to_run = sum(row.to_run for row in rows)
+    console.print(_dry_run_summary(total, unknown, max(1, args.workers or 1), to_run), soft_wrap=True)
     return 0
 
 
-def _dry_run_summary(core_seconds: float, unknown: list[str], workers: int) -> str:
+def _dry_run_summary(core_seconds: float, unknown: list[str], workers: int, to_run: int) -> str:
     """The line under the dry-run table: the training time left, what of it cannot be forecast and why, and
-    what the columns mean. Where all the training left is in tasks with no rate, its time is unknown, not
-    "about 0.0 core-hours"."""
+    what the columns mean. Where all the training left is in tasks with no rate, its time is unknown, and where
+    no cell is left to run, nothing is left: neither is "about 0.0 core-hours"."""
     why = ("no complete record of the same task and data, trained on the kind of device these runs get here, "
            "gives a rate, or the budget is not in steps")
     hours = core_seconds / 3600
-    if unknown and not core_seconds:
+    if not to_run:
+        left = "nothing left to train: every cell has a record or gets a copy"
+    elif unknown and not core_seconds:
         left = f"training time left unknown for {', '.join(unknown)} ({why})"
     else:
         left = (f"about {hours:.1f} core-hours of training left"
