@@ -142,25 +142,22 @@ def test_a_flag_of_another_executor_is_one_line(capsys):
     assert err == ["zoo: error: --threads: executor local takes no threads (its options: workers)"]
 
 
-def test_the_live_grid_ends_its_last_line_in_a_log_file(tmp_path):
-    """rich ends a live display's last render with a newline only on a terminal: `zoo run > log 2>&1` ran the
-    grid's summary line ('... elapsed 658 s') into the next line printed."""
+def test_in_a_log_file_the_grid_prints_a_line_per_change_and_ends_its_lines(tmp_path):
+    """rich redraws nothing in a file, so `zoo run > log 2>&1 &` logged nothing until the end, and then ran the
+    final table's last line ('... elapsed 658 s') into the next line printed. With 2 workers the cells they
+    trained showed as another run's ('locked', 'started elsewhere'): a worker's lock now names its run."""
     import io
 
     from rich.console import Console
 
-    @register_executor("idle-test")
-    class Idle(Executor):
-        """Runs nothing (a test's)."""
-
-        def run(self, grid, results):
-            pass
-
     log = io.StringIO()
-    try:
-        run_grid(load_experiment(SMOKE), tmp_path / "runs", tmp_path / "records", executor="idle-test",
-                 console=Console(file=log, width=200))
-    finally:
-        EXECUTORS.unregister("idle-test")
+    run_grid(load_experiment(SMOKE), tmp_path / "runs", tmp_path / "records", workers=2,
+             console=Console(file=log, width=200))
     text = log.getvalue()
-    assert "post-norm" in text and re.search(r"elapsed \d+ s\n$", text)  # the grid, then its line ended
+    stamped = [line.split(" ", 1)[1] for line in text.splitlines() if re.match(r"\d\d:\d\d:\d\d ", line)]
+    assert stamped[0] == "4 cells: 4 pending"  # counted before anything ran
+    for cell in ("post-norm/copy/seed-0", "pre-norm/copy/seed-0", "post-norm/copy/seed-1", "pre-norm/copy/seed-1"):
+        assert sum(re.fullmatch(rf"{cell}: complete( after \d+ s)?", line) is not None for line in stamped) == 1
+    assert not [line for line in stamped if "elsewhere" in line or "locked" in line]
+    assert text.index("zoo run smoke: 4 runs") > text.index(stamped[-1])  # then the final table
+    assert re.search(r"elapsed \d+ s\n$", text)

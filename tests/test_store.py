@@ -197,6 +197,16 @@ def test_a_locked_cell_is_left_to_its_holder_then_waited_for(tmp_path):
     assert cell.lock.holder() is None
 
 
+def test_a_workers_lock_names_the_zoo_run_it_works_for(tmp_path, monkeypatch):
+    monkeypatch.setattr(store, "_run_pid", 4242)  # what a local executor's worker is told at start
+    lock = store.CellLock(tmp_path / "cell.lock")
+    assert lock.acquire()
+    try:
+        assert store.CellLock(tmp_path / "cell.lock").holder() == 4242
+    finally:
+        lock.release()
+
+
 @pytest.mark.slow
 def test_waiting_runner_skips_what_the_holder_recorded(tmp_path):
     experiment = load_experiment(experiment_file(tmp_path))

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from zoo.catalogue import Catalogue
 from zoo.config_io import Count, describe_error
 from zoo.errors import ZooError
+from zoo.experiment import store
 from zoo.experiment.cell import execute
 from zoo.experiment.grid import Cell
 from zoo.plugins import PluginError, load_all
@@ -112,12 +113,14 @@ class LocalOptions(ExecutorOptions):
 
 
 def _init_worker(parent: int) -> None:
-    """In a worker: leave Ctrl-C to the parent, and exit as soon as the parent is gone.
+    """In a worker: take locks in the parent's name, leave Ctrl-C to the parent, and exit as soon as the parent
+    is gone.
 
     A terminal's Ctrl-C reaches every process of the group. The parent answers it (one line, exit 130) and
     ends the pool, which kills its workers, so a worker has nothing to add but a traceback of its own.
     A kill -9 of `zoo run` must not leave workers training into the store: they watch for their parent
     (their locks are released by the kernel when they exit; checkpoints and records are written atomically)."""
+    store.work_for(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:

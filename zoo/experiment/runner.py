@@ -3,8 +3,9 @@
 The pieces, one file each: the grid and each cell's state (zoo/experiment/grid.py), running one cell under
 its lock (cell.py), the executors that run the cells (executors.py) and the live view (view.py). `run_grid`
 puts them together: it names the stale cells and the copied ones, then runs the grid with the chosen
-executor in a thread while the view, which reads only the store, refreshes. A cell locked by another
-`zoo run` is left to it at first, then waited for at the end.
+executor in a thread while the view, which reads only the store, refreshes: on a terminal a live table, in a
+log file a line per change of a cell's state. A cell locked by another `zoo run` is left to it at first, then
+waited for at the end.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from zoo.experiment import executors, store
 from zoo.experiment import record as records
 from zoo.experiment.executors import Executor, Results
 from zoo.experiment.grid import WHOLE, Part, cells, plan, reusable
-from zoo.experiment.view import GridView
+from zoo.experiment.view import GridLog, GridView
 
 
 def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str | Executor = "local",
@@ -65,13 +66,20 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
     worker = threading.Thread(target=guarded, daemon=True)
     notes = {name: reason for name, (_, reason) in results.items()}
     view = GridView(f"zoo run {experiment.name}: {len(grid)} runs -> {runs_root}", grid, notes)
-    with Live(view, console=console, refresh_per_second=2, transient=False) if live else nullcontext():
+    log = GridLog(grid, console, notes) if live and not console.is_terminal else None
+    if log is not None:
+        log.update()
+    with Live(view, console=console, refresh_per_second=2, transient=False) if live and log is None \
+            else nullcontext():
         worker.start()
         while worker.is_alive():
             worker.join(timeout=0.5)
             notes.update({name: reason for name, (_, reason) in results.items()})
-    if live and not console.is_terminal:
-        console.line()  # rich ends its last render with a newline only on a terminal; a log file needs one too
+            if log is not None:
+                log.update()
+    if log is not None:
+        log.update()
+        console.print(view)  # the final table, as a terminal shows it
     if errors:
         raise errors[0]
     return {cell.name: results.get(cell.name, ("failed", "not run")) for cell in grid}

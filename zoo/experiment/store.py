@@ -246,9 +246,20 @@ def move_aside(path: Path, root: Path, when: str) -> Path:
 
 
 # -- locks ------------------------------------------------------------------------------------------
+_run_pid: int | None = None  # in a worker process: the `zoo run` it works for
+
+
+def work_for(run_pid: int) -> None:
+    """In a worker process of a `zoo run`: the locks it takes name that run, so the run's view shows the cells
+    its own workers train as its own, and another run names the `zoo run` to wait for, not a worker of it."""
+    global _run_pid
+    _run_pid = run_pid
+
+
 class CellLock:
-    """An exclusive flock on runs/<experiment>/.locks/<cell>.lock; the holder's pid is written into it
-    so another runner can say who holds it. Released on `release()`, on exit, or when the process dies."""
+    """An exclusive flock on runs/<experiment>/.locks/<cell>.lock; the pid of the `zoo run` holding it (itself,
+    or the run whose worker holds it) is written into it so another runner can say who holds it. Released on
+    `release()`, on exit, or when the process dies."""
 
     def __init__(self, path: Path):
         self.path, self.fd = Path(path), None
@@ -267,7 +278,7 @@ class CellLock:
             os.close(fd)
             return False
         os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        os.write(fd, f"{_run_pid or os.getpid()}\n".encode())
         self.fd = fd
         return True
 
@@ -278,7 +289,7 @@ class CellLock:
             self.fd = None
 
     def holder(self) -> int | None:
-        """The pid of the process holding the lock now, or None if nobody (other than us) holds it."""
+        """The pid of the `zoo run` holding the lock now, or None if nobody (other than us) holds it."""
         if self.fd is not None or not self.path.exists():
             return None
         fd = os.open(self.path, os.O_RDONLY)

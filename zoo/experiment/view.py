@@ -45,6 +45,14 @@ def _progress(out: Path) -> tuple[str, float | None]:
     return line, config.fraction_done(last["step"], last.get("epoch", 0), last.get("seconds", 0))
 
 
+def _reason(cell: Cell, notes: dict[str, str]) -> str:
+    """Why a cell failed or diverged: its record's reason, else what this process noted."""
+    record = read_record(cell.record)
+    return (record.reason if record is not None else "") or notes.get(cell.name, "")
+
+
+FINAL = ("complete", "diverged", "failed")
+
 STYLE = {"complete": "green", "diverged": "yellow", "failed": "red", "started": "cyan", "evaluating": "cyan",
          "pending": "dim", "locked": "magenta", "started elsewhere": "magenta", "evaluating elsewhere": "magenta"}
 
@@ -73,8 +81,7 @@ class GridView:
                     eta = f"  ETA {max(0.0, (time.time() - seen) * (1 - fraction) / fraction):.0f} s"
                 detail = line + (f"  {fraction:.0%}" if fraction is not None else "") + eta
             elif state in ("failed", "diverged"):
-                record = read_record(cell.record)
-                detail = (record.reason if record is not None else "") or self.notes.get(cell.name, "")
+                detail = _reason(cell, self.notes)
             elif state in ("locked", "evaluating elsewhere"):
                 detail = f"another zoo run (pid {cell.lock.holder()}) works on it; waiting"
             table.add_row(cell.variant, cell.task, str(cell.seed), f"[{STYLE.get(state, 'white')}]{state}[/]",
@@ -84,3 +91,41 @@ class GridView:
             counts[state] = counts.get(state, 0) + 1
         summary = "  ".join(f"{k}: {v}" for k, v in counts.items())
         return Group(table, f"{summary}   elapsed {time.time() - self.started:.0f} s")
+
+
+class GridLog:
+    """The view where `zoo run` writes to a file, not a terminal (`zoo run ... > log 2>&1 &`): rich redraws
+    nothing there, so a long grid's log stayed empty until its final table. This prints a timestamped line for
+    each cell whose state changes instead, after one line that counts the cells' states at the start."""
+
+    def __init__(self, grid: list[Cell], console, notes: dict[str, str]):
+        self.grid, self.console, self.notes = grid, console, notes
+        self.states: dict[str, str] = {}
+        self.started: dict[str, float] = {}
+        self.opened = False
+
+    def update(self) -> None:
+        opening, self.opened = not self.opened, True
+        for cell in self.grid:
+            before = self.states.get(cell.name)
+            if before in FINAL:
+                continue  # a finished cell is read once
+            state = self.states[cell.name] = view_state(cell)
+            if state == "started":
+                self.started.setdefault(cell.name, time.time())
+            if opening or state == before:
+                continue
+            line = f"{cell.name}: {state}"
+            if state in FINAL and cell.name in self.started:
+                line += f" after {time.time() - self.started[cell.name]:.0f} s"
+            if state in ("failed", "diverged"):
+                line += f" ({_reason(cell, self.notes)})"
+            self._print(line)
+        if opening:
+            counts: dict[str, int] = {}
+            for state in self.states.values():
+                counts[state] = counts.get(state, 0) + 1
+            self._print(f"{len(self.grid)} cells: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+
+    def _print(self, line: str) -> None:
+        self.console.print(f"{time.strftime('%H:%M:%S')} {line}", markup=False, highlight=False, soft_wrap=True)
