@@ -290,7 +290,8 @@ def add_commands(sub) -> None:
     p.add_argument("--address", help="ray: address of an existing cluster (default: start a local Ray instance)")
     p.add_argument("--threads", type=int, help="ray: CPUs (and torch threads) per run (default 1)")
     p.add_argument("--report", action="store_true", help="write the report when the grid is done (zoo report)")
-    p.add_argument("--no-live", action="store_true", help="no live grid display")
+    p.add_argument("--no-live", action="store_true", help="no live grid display (on a terminal) and no line per "
+                   "change of a cell's state (in a file)")
     p.add_argument("--dry-run", action="store_true", help="train, move and write nothing: print per task how many "
                    "cells are recorded, would be copied, are stale or new, and the training time left, from the "
                    "seconds per step of the records")
