@@ -169,6 +169,10 @@ class RayOptions(ExecutorOptions):
     threads: Count = Field(1, ge=1, description="CPUs (and torch threads) per run")
 
 
+def _execute_for(run_pid: int, cell: Cell, threads: int, wait: bool):
+    """`execute` in a Ray worker, with the cell's lock taken in the name of the `zoo run` that sent it."""
+    store.work_for(run_pid)
+    return execute(cell, threads, wait)
 
 
 @register_executor("ray")
@@ -188,6 +192,7 @@ class Ray(Executor):
                  log_to_driver=False)
         _preflight(lambda plugins: ray.get(ray.remote(num_cpus=threads)(_load_plugins).remote(plugins)), grid,
                    "a Ray worker")
-        remote = ray.remote(num_cpus=threads)(execute)
-        for cell, outcome in zip(grid, ray.get([remote.remote(cell, threads, True) for cell in grid])):
+        remote = ray.remote(num_cpus=threads)(_execute_for)
+        run_pid = os.getpid()
+        for cell, outcome in zip(grid, ray.get([remote.remote(run_pid, cell, threads, True) for cell in grid])):
             results[cell.name] = outcome

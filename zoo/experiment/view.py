@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from pathlib import Path
 
 from rich.console import Group
@@ -86,10 +87,7 @@ class GridView:
                 detail = f"another zoo run (pid {cell.lock.holder()}) works on it; waiting"
             table.add_row(cell.variant, cell.task, str(cell.seed), f"[{STYLE.get(state, 'white')}]{state}[/]",
                           escape(detail[:100]))  # a reason quotes user input: never markup
-        counts: dict[str, int] = {}
-        for state in states.values():
-            counts[state] = counts.get(state, 0) + 1
-        summary = "  ".join(f"{k}: {v}" for k, v in counts.items())
+        summary = "  ".join(f"{k}: {v}" for k, v in Counter(states.values()).items())
         return Group(table, f"{summary}   elapsed {time.time() - self.started:.0f} s")
 
 
@@ -122,9 +120,7 @@ class GridLog:
                 line += f" ({_reason(cell, self.notes)})"
             self._print(line)
         if opening:
-            counts: dict[str, int] = {}
-            for state in self.states.values():
-                counts[state] = counts.get(state, 0) + 1
+            counts = Counter(self.states.values())
             self._print(f"{len(self.grid)} cells: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
 
     def _print(self, line: str) -> None:
