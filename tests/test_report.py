@@ -467,6 +467,26 @@ def test_the_instability_plot_is_drawn_from_the_task_analyses(report, tmp_path):
     assert png.exists() and png.stat().st_size > 10_000
 
 
+def test_the_effects_overview_draws_a_panel_per_task_each_point_in_its_verdicts_colour(report, tmp_path,
+                                                                                       monkeypatch):
+    from matplotlib.colors import to_rgba
+
+    from zoo.report import plots
+    from zoo.report.tables import verdict_class
+
+    drawn = {}
+    monkeypatch.setattr(plots, "save", lambda fig, path: drawn.setdefault("axes", fig.axes))
+    tasks = report.tasks * 2  # two panels of one task: the layout, not the numbers, is under test
+    plots.effects_overview(report.experiment, tasks, ["first at 2 steps", "second at 2 steps"], tmp_path / "o.png")
+    panels = [ax for ax in drawn["axes"] if ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == ["first at 2 steps", "second at 2 steps"]
+    expected = sorted(to_rgba(plots.VERDICT_COLORS[verdict_class(c)]) for c in tasks[0].comparisons.values()
+                      if verdict_class(c) != "no verdict" and not math.isnan(c.result.ci_low))
+    for ax in panels:
+        colours = sorted(to_rgba(bar.lines[0].get_color()) for bar in ax.containers)
+        assert colours == expected and len(set(colours)) > 1  # the fake experiment has more than one verdict
+
+
 def test_findings_print_tiny_p_values_as_a_bound():
     from zoo.report.findings import fmt_small_p
 

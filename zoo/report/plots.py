@@ -21,7 +21,7 @@ from zoo import metrics  # noqa: E402
 from zoo.experiment import Experiment  # noqa: E402
 from zoo.experiment.config import TaskEntry  # noqa: E402
 from zoo.report.analysis import Analyst, TaskAnalysis  # noqa: E402
-from zoo.report.tables import label, verdict_text  # noqa: E402
+from zoo.report.tables import label, verdict_class, verdict_text  # noqa: E402
 from zoo.stats.intervals import mean_half_width  # noqa: E402
 
 DPI = 110
@@ -159,6 +159,52 @@ def effects(experiment: Experiment, analysis: TaskAnalysis, path: Path) -> Path:
         ax.axvline(0, color="grey", linewidth=1)
         ax.grid(axis="x", alpha=0.3)
     fig.suptitle(f"{experiment.name} / {task.key}: effects against the baseline")
+    return save(fig, path)
+
+
+VERDICT_COLORS = {"better": "tab:green", "worse": "tab:red", "equivalent": "tab:blue", "undecided": "dimgrey"}
+
+
+def effects_overview(experiment: Experiment, tasks: list[TaskAnalysis], titles: list[str], path: Path) -> Path:
+    """Every task's effects side by side, one panel per task (each in its metric's units, titled by `titles`,
+    which name the budget), the variants in the same rows: which factor matters where, at a glance. The colour
+    is the verdict, the band the margin."""
+    variants = [v.label for v in experiment.config.variants if v.label != experiment.config.baseline_label]
+    columns = min(4, len(tasks))
+    rows = math.ceil(len(tasks) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(2.2 + 3.2 * columns, 1.2 + rows * (0.9 + 0.32 * len(variants))),
+                             sharey=True, squeeze=False)
+    for ax, analysis, title in zip(axes.flat, tasks, titles):
+        for y, variant in enumerate(variants):
+            c = analysis.comparisons.get(variant)
+            if c is None:
+                continue
+            r, kind = c.result, verdict_class(c)
+            if math.isnan(r.difference):  # e.g. every run of one side stalled: the instability plot shows it
+                ax.text(0.02, y, f"no point: {r.n_variant} v {r.n_baseline} trained seeds", fontsize=7,
+                        color="grey", va="center", transform=ax.get_yaxis_transform())
+                continue
+            if kind == "no verdict" or math.isnan(r.ci_low):
+                ax.scatter([r.difference], [y], marker="o", facecolors="none", edgecolors="grey")
+            else:
+                ax.errorbar(r.difference, y, xerr=[[r.difference - r.ci_low], [r.ci_high - r.difference]], fmt="o",
+                            color=VERDICT_COLORS[kind], capsize=2, markersize=4)
+        margin = analysis.task.margin
+        if margin is not None:
+            ax.axvspan(-margin, margin, color="green", alpha=0.10)
+        ax.axvline(0, color="grey", linewidth=1)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(f"Δ test {label(analysis.primary)}" + (f" (band ±{margin:g})" if margin is not None else ""),
+                      fontsize=8)
+    for ax in list(axes.flat)[len(tasks):]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_yticks(range(len(variants)), variants, fontsize=8)
+    axes[0, 0].invert_yaxis()  # shared: every panel lists the variants top to bottom
+    fig.suptitle(f"{experiment.name}: effects against {experiment.config.baseline_label} per task (95% CI)\n"
+                 "colour: the verdict (green better, red worse, blue equivalent within the band, grey undecided; "
+                 "hollow: no verdict)", fontsize=9)
     return save(fig, path)
 
 
