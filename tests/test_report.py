@@ -525,8 +525,7 @@ def test_an_inconclusive_finding_says_when_the_published_effect_lies_outside_the
     def settled(low: float, high: float, alpha: float = 0.05) -> Check:
         result = SimpleNamespace(difference=(low + high) / 2, ci_low=low, ci_high=high, p_value=0.02, p_adjusted=0.08,
                                  n_variant=5, n_baseline=5, verdict="no detectable difference")
-        comparison = SimpleNamespace(result=result, equivalence=None, mde=0.9, unreachable=None,
-                                     undetectable_in_range=None)
+        comparison = SimpleNamespace(result=result, equivalence=None, mde=0.9, unreachable=None, undetectable=None)
         return settle(Check(finding, "mt", "bleu", INCONCLUSIVE, "", comparison=comparison), alpha=alpha)
 
     outside = settled(-1.41, -0.14)
@@ -723,6 +722,7 @@ def test_unequal_seeds_whose_permutation_floor_is_above_the_corrected_level_say_
                 result=compare_seeds(base, other, higher_is_better=True))
     blocked = at_level(c, 0.05 / 14, 1.0)
     assert blocked.unreachable == pytest.approx(0.05 / 14) and math.isinf(blocked.mde)
+    assert blocked.undetectable == "correction"  # not "range", though an infinite Δ exceeds every range
     assert fmt_detectable(blocked) == "cannot reject after correction (no outcome of these runs has p < 0.0036)"
     assert at_level(c, 0.05, 1.0).unreachable is None  # 0.029 < 0.05: a 4 v 3 test can reject alone
 
@@ -740,12 +740,12 @@ def test_a_detectable_delta_beyond_the_metrics_range_is_said_to_be_none_within_i
     base, other = (91.4, 90.2, 88.0), (71.4, 52.0, 20.0)
     wild = replace(c, per_seed=(base, other), result=compare_seeds(base, other, higher_is_better=True), mde=287.02,
                    equivalence=None)
-    assert wild.undetectable_in_range == (0.0, 100.0) and wild.result.verdict not in ("better", "worse")
+    assert wild.undetectable == "range" and wild.result.verdict not in ("better", "worse")
     assert verdict_text(wild, 3).startswith("no difference within the metric's range (0–100) could be detected")
     assert verdict_text(wild, 3, short=True) == "none within the metric's range (0–100) detectable"
     assert fmt_detectable(wild) == "287.02: more than the metric's range (0–100)"
     tame = replace(wild, mde=60.0)
-    assert tame.undetectable_in_range is None and verdict_text(tame, 3, short=True) == "none > 60.00 detectable"
+    assert tame.undetectable is None and verdict_text(tame, 3, short=True) == "none > 60.00 detectable"
 
 
 @pytest.mark.parametrize("target", [0.5, 1.0, 2.0, 4.0])

@@ -92,21 +92,29 @@ class Comparison:
         return self.result.verdict
 
     @property
-    def undetectable_in_range(self) -> tuple[float, float] | None:
-        """The metric's bounds when the detectable Δ exceeds their span: no difference the metric can show is
-        detectable (3 v 3 seeds of a noisy arm on 0-100 exact match can need 287 points), so saying "none
-        larger than 287" would read as a bound where there is none."""
+    def undetectable(self) -> str | None:
+        """Why this design detects no difference at all, or None when `mde` is one it detects. 'correction':
+        with unequal seeds no outcome of these runs reaches the corrected level (`unreachable`; `mde` is then
+        infinite). 'range': the detectable Δ exceeds the metric's whole span (3 v 3 seeds of a noisy arm on 0-100
+        exact match can need 287 points), so "none larger than 287" would read as a bound where there is none.
+        Every wording of the detectable Δ asks this one property, so the first reason always wins."""
+        if self.unreachable is not None:
+            return "correction"
         low, high = bounds(self.metric)
-        return (low, high) if self.mde > high - low else None
+        return "range" if self.mde > high - low else None
+
+
+def metric_range(comparison: Comparison) -> str:
+    """'the metric's range (0–100)': what a design whose detectable Δ exceeds it cannot see a difference within."""
+    low, high = bounds(comparison.metric)
+    return f"the metric's range ({low:g}–{high:g})"
 
 
 def detectable_phrase(comparison: Comparison, larger_than) -> str:
-    """What no difference could be detected of: `larger_than(mde)` ('larger than 9.06', '> 9.06': the tables,
-    the terminal and the findings word it differently), or 'within the metric's range (0–100)'."""
-    span = comparison.undetectable_in_range
-    if span is not None:
-        return f"within the metric's range ({span[0]:g}–{span[1]:g})"
-    return larger_than(comparison.mde)
+    """What no difference could be detected of, where the design detects some (`undetectable` is not
+    'correction'): `larger_than(mde)` ('larger than 9.06', '> 9.06': the tables, the terminal and the findings
+    word it differently), or 'within the metric's range (0–100)'."""
+    return f"within {metric_range(comparison)}" if comparison.undetectable == "range" else larger_than(comparison.mde)
 
 
 @dataclass

@@ -180,9 +180,8 @@ def _inside_margin(finding: Finding, comparison: Comparison, margin: float | Non
 
 def _detectable(c: Comparison) -> str:
     """The design's detectable Δ in a finding's words, or why there is none."""
-    if c.unreachable is not None:
-        return "none after correction"
-    return "none within the metric's range" if c.undetectable_in_range is not None else f"{c.mde:.3g}"
+    return {"correction": "none after correction", "range": "none within the metric's range"}.get(
+        c.undetectable, f"{c.mde:.3g}")
 
 
 def _within(effect: float, margin: float) -> str:
@@ -250,7 +249,7 @@ def settle(check_: Check, alpha: float) -> Check:
                  f"speak to it; {_seeds_for(c, finding.effect, alpha)}")
     else:
         said += ("; no outcome of these runs could be significant after correction (unequal seeds)"
-                 if c.unreachable is not None
+                 if c.undetectable == "correction"
                  else f"; no difference {detectable_phrase(c, lambda mde: f'larger than {mde:.3g}')} could be detected")
         if finding.effect is not None and not r.ci_low <= finding.effect <= r.ci_high:
             # Descriptive, not a second test: the interval is unadjusted, so the outcome stays inconclusive.

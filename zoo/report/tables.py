@@ -13,7 +13,7 @@ import numpy as np
 from zoo import metrics
 from zoo.experiment import Experiment
 from zoo.experiment.config import TaskEntry
-from zoo.report.analysis import Comparison, TaskAnalysis, bounds, detectable_phrase
+from zoo.report.analysis import Comparison, TaskAnalysis, bounds, detectable_phrase, metric_range
 from zoo.stats import ALPHA, BETTER, FEW, WORSE
 from zoo.stats import outcomes as oc
 from zoo.stats.intervals import mean_half_width
@@ -76,12 +76,11 @@ def fmt_effect(difference: float, low: float, high: float, column: str = "") -> 
 def fmt_detectable(comparison) -> str:
     """The smallest difference the design detects, or why it detects none: with unequal seeds the
     permutation-checked p cannot fall below its floor, which may be above the corrected level."""
-    if comparison.unreachable is not None:
+    why = comparison.undetectable
+    if why == "correction":
         return f"cannot reject after correction (no outcome of these runs has p < {comparison.unreachable:.2g})"
-    span = comparison.undetectable_in_range
-    if span is not None:
-        return f"{fmt(comparison.mde, comparison.metric)}: more than the metric's range ({span[0]:g}–{span[1]:g})"
-    return fmt(comparison.mde, comparison.metric)
+    number = fmt(comparison.mde, comparison.metric)
+    return f"{number}: more than {metric_range(comparison)}" if why == "range" else number
 
 
 def fmt_rise(test: oc.FailureComparison | None) -> str:
@@ -143,7 +142,7 @@ def verdict_text(comparison: Comparison, min_seeds: int, short: bool = False) ->
         none_of = detectable_phrase(comparison, lambda mde: f"> {fmt(mde, comparison.metric)}")
         return {"no verdict": f"no verdict ({result.n_variant} v {result.n_baseline} trained seeds)",
                 "equivalent": f"equivalent ±{comparison.equivalence.margin:g}" if comparison.equivalence else "",
-                "undecided": ("cannot reject after correction" if comparison.unreachable is not None
+                "undecided": ("cannot reject after correction" if comparison.undetectable == "correction"
                               else f"none {none_of} detectable"),
                 }.get(verdict_class(comparison), result.verdict)
     if result.verdict == FEW:
@@ -154,7 +153,7 @@ def verdict_text(comparison: Comparison, min_seeds: int, short: bool = False) ->
         return f"**{result.verdict}**"
     if comparison.equivalence is not None and comparison.equivalence.equivalent:
         return f"**equivalent** within ±{comparison.equivalence.margin:g}"
-    if comparison.unreachable is not None:
+    if comparison.undetectable == "correction":
         return f"undecided: cannot reject after correction ({result.n_baseline} v {result.n_variant} seeds)"
     larger_than = detectable_phrase(comparison, lambda mde: f"larger than {fmt(mde, comparison.metric)}")
     return f"no difference {larger_than} could be detected ({result.n_baseline} v {result.n_variant} seeds)"
