@@ -8,7 +8,8 @@ reads its text only when examples, sources or references are first asked for.
 Training pairs with more than max_tokens_per_sentence tokens on either side are dropped, and
 sources("train") / references("train") drop the same lines, so index i means the same pair in
 all three views. valid and test are not filtered by that limit (every reference is scored), only by
-the model's positional table, as `long_sentences` says (Task.limit_lengths).
+the model's positional table, as `long_sentences` says (Task.limit_lengths). If these limits leave
+no training pair, asking for the training examples is a DataError naming the files and the limit.
 """
 
 from __future__ import annotations
@@ -111,7 +112,13 @@ class TextTask(Task):
             if split == "train":
                 limit = self.config.max_tokens_per_sentence
                 keep = [i for i in keep if len(src_ids[i]) <= limit and len(tgt_ids[i]) <= limit]
-            keep = self._fit_positions(split, pair, keep, src_ids, tgt_ids)
+                _require_pairs(pair, keep, len(sources),
+                               f"longer than max_tokens_per_sentence = {limit} tokens on one side or both")
+            fitted = self._fit_positions(split, pair, keep, src_ids, tgt_ids)
+            if split == "train":
+                _require_pairs(pair, fitted, len(keep), f"longer than positional.max_len = {self.positions} allows "
+                                                        "on one side or both, and long_sentences = \"skip\" drops them")
+            keep = fitted
             if self.config.lowercase:  # score lowercased output against lowercased references
                 normalize = self.tgt_tokenizer.normalizer.normalize_str
                 references = [normalize(line) for line in references]
@@ -183,6 +190,13 @@ class TextTask(Task):
 
             self._detokenizer = MosesDetokenizer(lang=self.config.parsed.tgt)
         return self._detokenizer.detokenize(text.split())
+
+
+def _require_pairs(pair: ParallelSplit, kept: list[int], count: int, rule: str) -> None:
+    """A DataError naming the files and `rule` when `rule` dropped all `count` training pairs it saw:
+    training on none would fail later, in the training loop, with no word about why."""
+    if not kept:
+        raise DataError(f"{pair.src.path} / {pair.tgt.path}: all {count} pairs are {rule}, so no training pair is left")
 
 
 def _encode(tokenizer: Tokenizer, lines: list[str]) -> list[list[int]]:

@@ -21,6 +21,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from zoo.build import build
 from zoo.data import Task, collate, token_batches
 from zoo.decode import DecodeConfig
+from zoo.errors import DataError
 from zoo.evaluate import evaluate, validation_loss
 from zoo.loss import loss_sums
 from zoo.rundir import METRICS, SPEC, SUMMARY, TASK, TRAIN, RunError, atomic_write, read_metrics, read_table, write_json
@@ -125,6 +126,8 @@ class Trainer:
         self.console = console or Console(stderr=True)
         self.device = select_device(config.device)
         examples = task.examples("train")
+        if not examples:  # else the first step fails with an IndexError (a text task names the limit before this)
+            raise DataError(f"task {task.config.name}: no training example, so there is nothing to train on")
         self.examples = examples
         self.lengths = [(len(src), len(tgt) - 1) for src, tgt in examples]
         self._epoch_batches: tuple[int, list[list[int]]] | None = None
