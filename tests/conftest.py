@@ -64,3 +64,36 @@ def tiny():
 @pytest.fixture
 def batch():
     return make_batch
+
+
+def tiny_experiment(name: str, seeds: tuple[int, ...] = (0,), plugin: str = "", ffn: str = "", steps: int = 4,
+                    train_size: int = 100) -> str:
+    """An experiment file's text: one variant (paper-base at d_model 16, 1 + 1 layers; its FFN `ffn` when given,
+    from `plugin`) on a small copy task, a few steps of training: seconds per cell, for tests of the grid."""
+    plugins = f'plugins = ["{plugin}"]\n' if plugin else ""
+    override = f'set = {{"ffn.kind" = "{ffn}"}}\n' if ffn else ""
+    small = max(8, train_size // 10)
+    sizes = f"train_size = {train_size}, valid_size = {small}, test_size = {small}"
+    return f"""
+name = "{name}"
+seeds = {list(seeds)}
+{plugins}shared = {{d_model = 16, n_heads = 2, d_ff = 32, encoder_layers = 1, decoder_layers = 1}}
+
+[[variants]]
+label = "{ffn or 'post-norm'}"
+base = "paper-base"
+{override}
+[[tasks]]
+name = "copy"
+options = {{symbols = 6, min_len = 2, max_len = 4, {sizes}}}
+
+[train]
+steps = {steps}
+batch_tokens = {64 if train_size < 100 else 128}
+warmup = 1
+eval_interval = 2
+eval_sentences = {small}
+checkpoint_interval = 2
+device = "cpu"
+threads = 1
+"""

@@ -62,6 +62,14 @@ def test_a_relative_path_is_taken_from_the_given_folder(plugin_file, tmp_path, m
     assert "ffn.plugged-relative" in registry.list("ffn.*")
 
 
+def test_a_folder_beside_an_experiment_is_a_path_even_without_a_slash(tmp_path, monkeypatch):
+    (tmp_path / "plugged_folder").mkdir()
+    (tmp_path / "plugged_folder" / "__init__.py").write_text("")
+    monkeypatch.chdir("/")
+    plugin = load("plugged_folder", base=tmp_path)
+    assert plugin.where == str(tmp_path / "plugged_folder") and plugin.label == "plugged_folder"
+
+
 def test_the_fingerprint_follows_the_source(tmp_path):
     path = tmp_path / "a.py"
     path.write_text("x = 1\n")
@@ -283,3 +291,240 @@ def test_a_plugin_missing_on_a_worker_is_one_line_and_nothing_trains(plugin_file
     assert f"on {'a Ray worker' if executor == 'ray' else 'a worker process'}: " in problems[0]
     assert "only imports in the process" in problems[0]
     assert not list(out.rglob("seed-*.json")) and not list(runs.rglob("metrics.jsonl"))
+
+
+# -- everything a plugin brings in is its source (issue 34, item 3) ----------------------------------
+@pytest.fixture
+def new_process(tmp_path):
+    """Forget what loading plugins from `tmp_path` left in this process (the plugins, their modules, the ffn
+    entries they registered, the folders they put on sys.path), as a new process would not have it; called
+    by the test between an edit and the next load, and at the end."""
+    loaded, ffns, path = dict(plugins._loaded), set(registry.names("ffn")), list(sys.path)
+
+    def forget() -> None:
+        plugins._loaded.clear()
+        plugins._loaded.update(loaded)
+        for name, module in list(sys.modules.items()):
+            origin = getattr(module, "__file__", None) or ""
+            if name.startswith("zoo_plugin_") or origin.startswith(str(tmp_path)):
+                del sys.modules[name]
+        for name in set(registry.names("ffn")) - ffns:
+            registry.unregister("ffn", name)
+        sys.path[:] = path
+
+    yield forget
+    forget()
+
+
+def _definitions(folder, plugin: str, ffn: str, other: str = "conv1d") -> dict[str, dict]:
+    """{variant: definition} of seed 0 of a two-variant experiment loading `plugin`: `plugged` (ffn.kind = `ffn`)
+    and `other` (ffn.kind = `other`)."""
+    from zoo.experiment import load_experiment, store
+
+    (folder / "exp.toml").write_text(
+        EXPERIMENT.replace('"my_components.py"', f'"{plugin}"').replace('"plugged-e2e"', f'"{ffn}"')
+        + f'\n[[variants]]\nlabel = "{other}"\nbase = "paper-base"\nset = {{"ffn.kind" = "{other}"}}\n')
+    experiment = load_experiment(folder / "exp.toml")
+    return {v: store.definition(experiment, v, experiment.config.tasks[0], 0) for v in ("plugged", other)}
+
+
+def test_a_helper_a_plugin_imports_is_part_of_its_source(tmp_path, new_process):
+    """The plugin puts a folder outside itself on sys.path and imports a helper there, which registers the
+    component: editing the helper stales the cells that use the component, and no other."""
+    helpers, package = tmp_path / "helpers", tmp_path / "plugin_pkg"
+    helpers.mkdir()
+    package.mkdir()
+    helper = helpers / "plugged_helper.py"
+    helper.write_text(textwrap.dedent(FFN.format(name="plugged-helper")))
+    (package / "__init__.py").write_text(f"import sys\n\nsys.path.insert(0, {str(helpers)!r})\nimport plugged_helper\n")
+    before = _definitions(tmp_path, "./plugin_pkg", "plugged-helper")
+    assert list(before["plugged"]["plugins"]) == ["plugin_pkg"] and "plugins" not in before["conv1d"]
+    (plugin,) = [p for p in plugins.loaded() if p.label == "plugin_pkg"]
+    assert "plugged_helper" in plugin.modules
+
+    helper.write_text(helper.read_text() + "\n# edited\n")
+    new_process()
+    after = _definitions(tmp_path, "./plugin_pkg", "plugged-helper")
+    assert after["plugged"]["plugins"]["plugin_pkg"] != before["plugged"]["plugins"]["plugin_pkg"]
+    assert after["conv1d"] == before["conv1d"]
+
+
+def test_a_file_plugin_covers_the_python_files_beside_it(tmp_path, new_process):
+    """A file plugin may import a module beside it that an earlier import already brought in: the folder's .py
+    files are part of its source either way (erring on the side of stale)."""
+    (tmp_path / "my_components.py").write_text(textwrap.dedent(FFN.format(name="plugged-beside")))
+    beside = tmp_path / "notes.py"
+    beside.write_text("X = 1\n")
+    first = plugins.load(str(tmp_path / "my_components.py")).sha256
+    beside.write_text("X = 2\n")
+    new_process()
+    assert plugins.load(str(tmp_path / "my_components.py")).sha256 != first
+
+
+PATCH_LINEAR = """
+from zoo.components.ffn import LinearFFN
+
+
+def forward(self, x):  # version {version}
+    return 0.5 * self.w2(self.dropout(self.activation(self.w1(x))))
+
+
+LinearFFN.forward = forward
+"""
+
+
+def test_a_plugin_that_patches_a_builtin_makes_its_cells_depend_on_it(tmp_path, new_process, monkeypatch):
+    """`LinearFFN.forward = ...` in a plugin: the cells using ffn.kind=linear carry the plugin's hash (and go stale
+    when it is edited); a cell using conv1d keeps the definition it had without the plugin."""
+    from zoo.components.ffn import LinearFFN
+
+    monkeypatch.setattr(LinearFFN, "forward", LinearFFN.forward)  # the original comes back at the end
+    (tmp_path / "empty.py").write_text("")
+    unplugged = _definitions(tmp_path, "empty.py", "linear")
+    patch = tmp_path / "patch_linear.py"
+    patch.write_text(PATCH_LINEAR.format(version=1))
+    first = _definitions(tmp_path, "patch_linear.py", "linear")
+    assert set(first["plugged"]["plugins"]) == {"patch_linear.py"}
+    assert first["conv1d"] == unplugged["conv1d"] and "plugins" not in first["conv1d"]
+
+    patch.write_text(PATCH_LINEAR.format(version=2))
+    new_process()
+    monkeypatch.undo()
+    monkeypatch.setattr(LinearFFN, "forward", LinearFFN.forward)
+    second = _definitions(tmp_path, "patch_linear.py", "linear")
+    assert second["plugged"]["plugins"]["patch_linear.py"] != first["plugged"]["plugins"]["patch_linear.py"]
+    assert second["conv1d"] == unplugged["conv1d"]
+
+
+def test_a_plugin_that_patches_zoo_outside_the_registry_makes_every_cell_depend_on_it(tmp_path, new_process,
+                                                                                         monkeypatch):
+    """A change zoo cannot attribute to a registered class (here: a function of zoo.model) errs on the side of stale."""
+    import zoo.model
+
+    monkeypatch.setattr(zoo.model, "Seq2Seq", zoo.model.Seq2Seq)
+    (tmp_path / "patch_model.py").write_text("import zoo.model\n\n\nclass Other(zoo.model.Seq2Seq):\n    pass\n\n\n"
+                                             "zoo.model.Seq2Seq = Other\n")
+    definitions = _definitions(tmp_path, "patch_model.py", "linear")
+    assert all(set(d["plugins"]) == {"patch_model.py"} for d in definitions.values())
+
+
+def test_the_watched_modules_do_not_import_plugins():
+    """zoo.plugins imports the modules it watches by name, out of the import-cycle test's sight: none of them may
+    import zoo.plugins, or the cycle would hide there."""
+    from tests.test_imports import graph
+
+    edges = graph()
+
+    def reached(module: str) -> set[str]:
+        seen, todo = set(), [module]
+        while todo:
+            todo += [m for m in edges.get(todo.pop(), ()) if m not in seen and not seen.add(m)]
+        return seen
+
+    assert not [m for m in plugins.NUMBERS if "zoo.plugins" in reached(m)]
+
+
+# -- a plugin that exits while importing (issue 34, item 4) -------------------------------------------
+EXITS = [
+    ("import sys\nsys.exit(0)\n", "importing it called sys.exit(0)"),
+    ("import sys\nsys.exit(3)\n", "importing it called sys.exit(3)"),
+    ("raise SystemExit\n", "importing it called sys.exit(None)"),
+    ("class Stop(BaseException):\n    pass\n\n\nraise Stop('no\\nmore')\n", "importing it failed: Stop: no more"),
+]
+
+
+@pytest.mark.parametrize("body, message", EXITS)
+def test_a_plugin_that_exits_while_importing_is_one_line_and_nothing_runs(tmp_path, capsys, body, message):
+    from zoo.cli import main
+
+    path = tmp_path / "my_components.py"
+    path.write_text(body)
+    assert main(["show", "paper-base", "--plugin", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'" + str(path) + "'" in err and message in err
+
+    (tmp_path / "exp.toml").write_text(EXPERIMENT.replace('"plugged-e2e"', '"linear"'))
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    assert main(["run", str(tmp_path / "exp.toml"), "--out", str(out), "--runs", str(runs), "--no-live"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "plugin 'my_components.py'" in err and message in err
+    assert not out.exists() and not runs.exists()
+
+
+# -- a plugin's components keep the fast contracts before a grid trains (issue 34, item 8) -----------
+BROKEN_FFN = {
+    "broadcast": ("return self.w(x).mean(dim=1, keepdim=True)  # (B, 1, D)",
+                  "breaks the shapes contract: output shape (4, 1, 32) != input shape (4, 7, 32)"),
+    "future": ("return self.w(x).mean(dim=1, keepdim=True).expand_as(x)  # every position sees them all",
+               "breaks the causal contract: positions before 1 see the token at 1"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BROKEN_FFN))
+def test_a_broken_plugin_component_stops_the_grid_before_its_first_cell(plugin_file, tmp_path, capsys, kind):
+    from zoo.cli import main
+
+    body, message = BROKEN_FFN[kind]
+    plugin_file(f"plugged-{kind}", FFN.replace("return self.w(x)", body))
+    (tmp_path / "exp.toml").write_text(EXPERIMENT.replace('"plugged-e2e"', f'"plugged-{kind}"'))
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    code = main(["run", str(tmp_path / "exp.toml"), "--out", str(out), "--runs", str(runs), "--no-live"])
+    problems = [line for line in capsys.readouterr().err.splitlines() if "my_components.py" in line]
+    assert code == 2 and len(problems) == 1
+    assert f"variant 'plugged': ffn 'plugged-{kind}' (plugin 'my_components.py') {message}" in problems[0]
+    assert not list(out.rglob("seed-*.json")) and not list(runs.rglob("metrics.jsonl"))
+
+
+def test_a_grid_of_builtins_is_not_checked_before_it_trains(monkeypatch):
+    from pathlib import Path
+
+    from zoo import testing
+    from zoo.experiment import load_experiment
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a built-in component was checked")
+
+    monkeypatch.setattr(testing, "check", refuse)
+    experiment = load_experiment(Path(__file__).resolve().parents[1] / "experiments" / "smoke.toml")
+    testing.preflight(experiment, list(experiment.specs))
+
+
+HELPED_AND_PATCHING = f"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "helpers"))
+import plugged_helper  # registers ffn.plugged-workers
+
+from zoo.components.ffn import LinearFFN
+
+{PATCH_LINEAR.format(version=1)}
+"""
+
+
+@pytest.mark.slow
+def test_worker_processes_define_cells_as_zoo_run_does(tmp_path, new_process, monkeypatch):
+    """Records written by worker processes, which load the plugins anew, are current for the `zoo run` that reads
+    them: the helper the plugin imports and the built-in it patches are seen alike in both."""
+    from zoo.cli import main
+    from zoo.components.ffn import LinearFFN
+    from zoo.experiment import load_experiment
+    from zoo.experiment.grid import cells, plan
+
+    monkeypatch.setattr(LinearFFN, "forward", LinearFFN.forward)
+    monkeypatch.setattr(plugins, "_loaded", {})  # workers load every plugin loaded here: the other tests' too
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "plugged_helper.py").write_text(textwrap.dedent(FFN.format(name="plugged-workers")))
+    (tmp_path / "plugin_pkg").mkdir()
+    (tmp_path / "plugin_pkg" / "__init__.py").write_text(HELPED_AND_PATCHING)
+    (tmp_path / "exp.toml").write_text(
+        EXPERIMENT.replace('"my_components.py"', '"./plugin_pkg"').replace('"plugged-e2e"', '"plugged-workers"')
+        + '\n[[variants]]\nlabel = "linear"\nbase = "paper-base"\n')
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    assert main(["run", str(tmp_path / "exp.toml"), "--out", str(out), "--runs", str(runs), "--no-live",
+                 "--workers", "2"]) == 0
+    experiment = load_experiment(tmp_path / "exp.toml")
+    assert not plan(experiment, cells(experiment, runs, out / "records"))
+    for variant in ("plugged", "linear"):
+        record = __import__("json").loads((out / "records" / variant / "copy" / "seed-0.json").read_text())
+        assert list(record["definition"]["plugins"]) == ["plugin_pkg"]

@@ -58,3 +58,29 @@ def test_a_copied_record_differs_from_its_original_in_cell_and_provenance_only(t
                                f"{made['experiment']}/{made['variant']}/{made['task']}/seed-{made['seed']}"}}
     text = json.dumps(expected, sort_keys=True, separators=(",", ":"), allow_nan=True) + "\n"
     assert cell.record.read_text() == text
+
+
+def test_records_are_built_as_the_model_they_are_read_with(tmp_path):
+    """One schema writes and reads: the head and a failed record are the models `read` checks, so a cell field of
+    the wrong type fails where the record is made, not in the report that reads it."""
+    head = records.base(HEAD["cell"], {"x": 1}, "d", 1, commit="abc")
+    assert isinstance(head, records.Head) and isinstance(head.cell, records.Cell)
+    failed = records.failed(head, "boom", "Traceback ...")
+    assert isinstance(failed, records.Record) and failed.traceback == "Traceback ..."
+    records.write(tmp_path / "seed-0.json", failed)
+    assert records.read(tmp_path / "seed-0.json") == failed
+    with pytest.raises(ValueError, match="seed"):
+        records.base({**HEAD["cell"], "seed": "0"}, {}, "", 1, commit="abc")
+
+
+def test_a_run_directory_that_does_not_make_a_record_is_one_line_naming_it(tmp_path):
+    from zoo import rundir
+
+    run = tmp_path / "run"
+    run.mkdir()
+    rundir.write_json(run / rundir.SUMMARY, {"status": "diverged", "steps": "seven"})
+    rundir.write_json(run / rundir.SPEC, {"spec": {}})
+    (run / rundir.METRICS).write_text("")
+    head = records.base(HEAD["cell"], {"x": 1}, "d", 1, commit="abc")
+    with pytest.raises(rundir.RunError, match=rf"^{run}: its files do not make a record: summary.steps: "):
+        records.from_run(run, head)

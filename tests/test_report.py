@@ -119,7 +119,7 @@ def fabricate(experiment, root: Path, variant: str, seed: int, value: float | No
     definition = store.definition(experiment, variant, task, seed)
     definition["train"]["steps"] = steps
     head = records.base({"experiment": "fake", "variant": variant, "task": task.key, "seed": seed}, definition,
-                        store.digest(definition), 1)
+                        store.digest(definition), 1).model_dump()
     label = source or variant
     evals = {"step": [100, 200, 300, 400]}
     if value is None:

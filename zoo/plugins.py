@@ -11,10 +11,20 @@ Plugins come from, in this order:
     --plugin PATH_OR_MODULE       on any command, repeatable
     plugins = [...]               in an experiment file (paths relative to the file)
 
-A plugin's source is part of what defines a run: `fingerprint` hashes its files (sha256), so editing
-a plugin makes the cells that used it stale, like any other change. A plugin that cannot be loaded
-(missing path, import error, a name already registered, a class of the wrong base) is a PluginError
-with one line naming the plugin, raised before anything trains.
+A plugin's source is part of what defines a run, and it is everything the plugin brought in: its file (and the
+other .py files of a file plugin's folder) or its package, and every module first imported while it loaded that
+is the user's own rather than the environment's (not the standard library, site-packages or zoo): a helper it
+put on sys.path and imported, say. `fingerprint` hashes them all (sha256). A cell whose component, task or metric
+any of them defines has that hash in its definition, and so has a cell using a class the plugin changed while it
+loaded (`LinearFFN.forward = ...`, seen by comparing zoo's modules and classes before and after): a changed
+registered class, or a base of one, stales the cells using it or a class deriving from it; a change elsewhere
+in the code behind a cell's numbers (zoo.model, zoo.train, ...) stales every cell. So editing any of it makes
+those cells stale, like any other change; when unsure, more cells go stale, never fewer. (Changes made later,
+by a plugin's function when it runs, or inside a container such as a dict, are not seen.)
+
+A plugin that cannot be loaded (missing path, an exception or sys.exit() while importing, a name already
+registered, a class of the wrong base) is a PluginError with one line naming the plugin, raised before anything
+trains. Only Ctrl-C passes through as itself, and os._exit() cannot be caught.
 """
 
 from __future__ import annotations
@@ -24,8 +34,12 @@ import importlib
 import importlib.metadata
 import importlib.util
 import os
+import pkgutil
+import site
 import sys
+import sysconfig
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Iterable
@@ -46,7 +60,15 @@ class Plugin:
     where: str  # how another process loads it: the resolved path, or the module name
     module: str  # the module it was imported as
     version: str  # of the installed distribution that provides it, else 'unversioned'
-    sha256: str  # of its source files (see `files`)
+    sha256: str  # of its source files (see the module docstring)
+    modules: tuple[str, ...] = ()  # the modules it brought in, its own first: what they define is the plugin's
+    patched: tuple[type, ...] = ()  # the registered classes (or their bases) it changed while loading
+    unpinned: bool = False  # it changed other code behind a cell's numbers (zoo.model, zoo.train, ...)
+
+    def touches(self, cls: type) -> bool:
+        """Whether `cls` runs this plugin's code: the plugin defines it, or changed it or a class it derives from."""
+        return (cls.__module__ in self.modules or cls.__module__.startswith(self.module + ".")
+                or any(base in self.patched for base in cls.__mro__))
 
     @property
     def label(self) -> str:
@@ -59,8 +81,9 @@ class Plugin:
 _loaded: dict[str, Plugin] = {}  # key: resolved path or module name
 
 
-def _is_path(name: str) -> bool:
-    return name.endswith(".py") or os.sep in name or "/" in name or Path(name).exists()
+def _is_path(name: str, base: Path | None = None) -> bool:
+    """A file or folder (`my_ext` beside an experiment file is one), rather than a module name."""
+    return name.endswith(".py") or os.sep in name or "/" in name or ((base or Path()) / name).exists()
 
 
 def files(module: ModuleType) -> list[Path]:
@@ -70,8 +93,35 @@ def files(module: ModuleType) -> list[Path]:
         return []
     path = Path(origin)
     if path.name == "__init__.py":
-        return sorted(p for p in path.parent.rglob("*.py") if "__pycache__" not in p.parts)
+        return _python_files(path.parent, recursive=True)
     return [path]
+
+
+def _python_files(folder: Path, recursive: bool = False) -> list[Path]:
+    found = folder.rglob("*.py") if recursive else folder.glob("*.py")
+    return sorted(p for p in found if "__pycache__" not in p.parts and p.is_file())
+
+
+@cache
+def _environment() -> tuple[Path, ...]:
+    """Folders whose modules are the environment's, not a plugin's: the standard library, site-packages
+    (installed distributions) and zoo itself. Their versions are provenance, not a plugin's source."""
+    paths = sysconfig.get_paths()
+    roots = [paths.get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")]
+    roots += [*site.getsitepackages(), site.getusersitepackages(), str(Path(__file__).parent)]
+    return tuple(Path(root).resolve() for root in roots if root)
+
+
+def _brought_in(before: set[str]) -> dict[str, Path]:
+    """{module: its file} for every module imported since `before` (names in sys.modules) that is the user's own:
+    a helper a plugin imports (`sys.path.insert(...)`, `import helper`) decides the numbers as the plugin does."""
+    found = {}
+    for name in sorted(set(sys.modules) - before):
+        origin = getattr(sys.modules.get(name), "__file__", None)
+        path = Path(origin).resolve() if origin else None
+        if path and path.is_file() and not any(path.is_relative_to(root) for root in _environment()):
+            found[name] = path
+    return found
 
 
 def fingerprint(paths: Iterable[Path]) -> str:
@@ -84,6 +134,74 @@ def fingerprint(paths: Iterable[Path]) -> str:
     return digest.hexdigest()
 
 
+# The code that decides a cell's numbers: components, tasks, metrics, the model, training, decoding, scoring.
+NUMBERS = ("zoo.components", "zoo.data", "zoo.metrics", "zoo.model", "zoo.build", "zoo.masks", "zoo.loss",
+           "zoo.train", "zoo.decode", "zoo.evaluate")
+
+
+@cache
+def _watched() -> tuple[str, ...]:
+    """NUMBERS and every module inside them, all imported now: each process watches the same modules whatever it
+    had imported before (`zoo run`, a worker process), so both see the same changes and agree on definitions.
+    (By name: none of them imports zoo.plugins, directly or not, so no import cycle hides here.)"""
+    names = []
+    for package in map(importlib.import_module, NUMBERS):
+        inside = getattr(package, "__path__", [])
+        names += [package.__name__, *(info.name for info in pkgutil.walk_packages(inside, package.__name__ + "."))]
+    for name in names:
+        importlib.import_module(name)
+    return tuple(names)
+
+
+def _registered() -> set[type]:
+    """Every registered component, task and metric class and every class it derives from (but `object`)."""
+    from zoo.data import TASKS
+    from zoo.metrics import METRICS
+    from zoo.registry import registry
+
+    classes = [entry.impl for entry in registry.entries()]
+    classes += [TASKS.get(name) for name in TASKS.names()] + [METRICS.get(name) for name in METRICS.names()]
+    return {base for cls in classes for base in cls.__mro__ if base is not object}
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """The attributes of zoo's watched modules, of the classes they define and of the registered classes (and
+    their bases), by identity, before a plugin loads."""
+
+    attributes: tuple[tuple[object, dict[str, object]], ...]
+    registered: frozenset[type]
+
+    @classmethod
+    def take(cls) -> _Snapshot:
+        modules = [sys.modules[name] for name in _watched()]
+        registered = _registered()
+        defined = {value for module in modules for value in vars(module).values()
+                   if isinstance(value, type) and value.__module__ == module.__name__}
+        owners = [*modules, *(registered | defined)]
+        return cls(tuple((owner, dict(vars(owner))) for owner in owners), frozenset(registered))
+
+    def changes(self) -> tuple[tuple[type, ...], bool]:
+        """(the registered classes or their bases whose attributes changed since, whether anything else changed:
+        a module's function, a class no registered one derives from, which cannot be pinned on a component)."""
+        changed = [owner for owner, before in self.attributes if _differs(owner, before)]
+        return tuple(c for c in changed if c in self.registered), any(c not in self.registered for c in changed)
+
+
+_ABSENT = object()
+
+
+def _differs(owner: object, before: dict[str, object]) -> bool:
+    """Whether an attribute of `owner` was bound, rebound or deleted since `before`; in a module, not the binding
+    of a submodule imported since nor a dunder such as __warningregistry__ (written by the warnings module)."""
+    now = vars(owner)
+    keys = set(before) | set(now)
+    if isinstance(owner, ModuleType):
+        keys = {key for key in keys if not (key.startswith("__") and key.endswith("__"))
+                and not (isinstance(now.get(key), ModuleType) and now[key].__name__ == f"{owner.__name__}.{key}")}
+    return any(before.get(key, _ABSENT) is not now.get(key, _ABSENT) for key in keys)
+
+
 def _version(module: str) -> str:
     top = module.split(".")[0]
     for dist in importlib.metadata.packages_distributions().get(top, []):
@@ -94,7 +212,7 @@ def _version(module: str) -> str:
     return "unversioned"
 
 
-def _import_path(name: str, base: Path | None) -> tuple[str, ModuleType]:
+def _import_path(name: str, base: Path | None) -> ModuleType:
     path = Path(name).expanduser()
     if base is not None and not path.is_absolute():
         path = base / path
@@ -106,7 +224,7 @@ def _import_path(name: str, base: Path | None) -> tuple[str, ModuleType]:
         raise PluginError(f"plugin {name!r}: {path} is neither a .py file nor a folder with __init__.py")
     for module in list(sys.modules.values()):  # already imported another way (an installed package's entry point)
         if getattr(module, "__file__", None) == str(target):
-            return str(path), module
+            return module
     tag = hashlib.sha256(str(path).encode()).hexdigest()[:12]
     module_name = f"zoo_plugin_{tag}_{path.stem.replace('-', '_')}"
     spec = importlib.util.spec_from_file_location(module_name, target,
@@ -118,7 +236,7 @@ def _import_path(name: str, base: Path | None) -> tuple[str, ModuleType]:
     except BaseException:
         del sys.modules[module_name]
         raise
-    return str(path), module
+    return module
 
 
 def load(name: str, base: Path | None = None) -> Plugin:
@@ -127,29 +245,53 @@ def load(name: str, base: Path | None = None) -> Plugin:
     name = str(name).strip()
     if not name:
         raise PluginError("plugin: an empty name; give a .py file, a folder or a module name")
-    key = str(((base or Path()) / Path(name).expanduser()).resolve()) if _is_path(name) else name
+    path = _is_path(name, base)
+    key = str(((base or Path()) / Path(name).expanduser()).resolve()) if path else name
     if key in _loaded:
         return _loaded[key]
-    try:
-        if _is_path(name):
-            _, module = _import_path(name, base)
-        else:
-            module = importlib.import_module(name)
-    except PluginError:
-        raise
-    except ZooError as err:  # a duplicate name, a class of the wrong base: the registry says which
-        raise PluginError(f"plugin {name!r}: {err}") from None
-    except ModuleNotFoundError as err:
-        if _is_path(name) or not err.name or not name.startswith(err.name):  # the plugin's own import failed
-            raise PluginError(f"plugin {name!r}: importing it failed: ModuleNotFoundError: {err}") from None
-        raise PluginError(f"plugin {name!r}: cannot import it ({err}); is it installed, or is it a path?") from None
-    except Exception as err:  # noqa: BLE001 - any failure of user code at import is reported, in one line
-        raise PluginError(f"plugin {name!r}: importing it failed: {type(err).__name__}: {err}") from None
-    source = files(module)
-    plugin = Plugin(name, key, module.__name__, _version(module.__name__) if not _is_path(name) else "unversioned",
-                    fingerprint(source) if source else "")
+    snapshot = _Snapshot.take()
+    before = set(sys.modules)
+    module = _import(name, base, path)
+    brought = _brought_in(before)
+    source = set(files(module)) | set(brought.values())
+    if path and Path(key).is_file():  # a file plugin: the files beside it may be its helpers
+        source |= set(_python_files(Path(key).parent))
+    plugin = Plugin(name, key, module.__name__, "unversioned" if path else _version(module.__name__),
+                    fingerprint(source) if source else "", tuple(dict.fromkeys([module.__name__, *brought])),
+                    *snapshot.changes())
     _loaded[key] = plugin
     return plugin
+
+
+def _import(name: str, base: Path | None, path: bool) -> ModuleType:
+    """The plugin's module, imported; whatever its import raises or exits with is a one-line PluginError naming it
+    (but Ctrl-C)."""
+    try:
+        if path:
+            return _import_path(name, base)
+        return importlib.import_module(name)
+    except (PluginError, KeyboardInterrupt):
+        raise
+    except ZooError as err:  # a duplicate name, a class of the wrong base: the registry says which
+        raise PluginError(f"plugin {name!r}: {one_line(err)}") from None
+    except ModuleNotFoundError as err:
+        if path or not err.name or not name.startswith(err.name):  # the plugin's own import failed
+            raise PluginError(f"plugin {name!r}: importing it failed: ModuleNotFoundError: {one_line(err)}") from None
+        raise PluginError(f"plugin {name!r}: cannot import it ({one_line(err)}); is it installed, or is it a path?") \
+            from None
+    except SystemExit as err:  # sys.exit() in a plugin would end any command silently, with its exit code
+        raise PluginError(f"plugin {name!r}: importing it called sys.exit({one_line(repr(err.code))})") from None
+    except BaseException as err:  # noqa: BLE001 - any failure of user code at import is reported, in one line
+        raise PluginError(f"plugin {name!r}: importing it failed: {type(err).__name__}: {one_line(err)}") from None
+
+
+def one_line(value: object) -> str:
+    """`value` as text on one line; an exception of user code whose str() itself fails is named by its type."""
+    try:
+        text = str(value)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not hide the failure it describes
+        text = f"<{type(value).__name__}>"
+    return " ".join(text.split())
 
 
 def load_all(names: Iterable[str] = (), base: Path | None = None, *, environment: bool = True,
@@ -165,12 +307,17 @@ def load_all(names: Iterable[str] = (), base: Path | None = None, *, environment
     return plugins
 
 
-def sources_of(modules: Iterable[str]) -> dict[str, str]:
-    """{plugin name: sha256 of its sources} for the loaded plugins that define any of `modules` (the modules
-    of the classes a run uses): what a cell's definition must include, so that editing them makes it stale."""
-    modules = set(modules)
-    return {p.label: p.sha256 for p in _loaded.values()
-            if any(m == p.module or m.startswith(p.module + ".") for m in modules)}
+def sources_of(used: Iterable[type]) -> dict[str, str]:
+    """{plugin label: sha256 of its sources} for the loaded plugins that any of the classes `used` (the components,
+    task and metrics of a run) touch, and those that changed code no class can be pinned with: what a cell's
+    definition must include, so that editing them makes it stale."""
+    used = list(used)
+    return {p.label: p.sha256 for p in _loaded.values() if p.unpinned or any(p.touches(c) for c in used)}
+
+
+def touching(cls: type) -> list[Plugin]:
+    """The loaded plugins whose code `cls` runs (see `Plugin.touches`)."""
+    return [p for p in _loaded.values() if p.touches(cls)]
 
 
 def loaded() -> list[Plugin]:

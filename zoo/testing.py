@@ -6,7 +6,10 @@ same standard as the built-ins. Each contract builds a tiny paper-base model wit
 into its slot and raises AssertionError saying what is wrong:
 
     swapped-in        the entry's class is in the model built from the spec
-    shapes            (B, T, V) float32 scores, finite normalised log-probabilities, encode/decode agree
+    shapes            each of the entry's modules keeps its input's shape ((B, L) tokens -> (B, L, D) for an
+                      embedding, (B, T, D) -> (B, T, V) for an output head): a (B, 1, D) that broadcasts is
+                      caught here, not left to train; (B, T, V) float32 scores, finite normalised
+                      log-probabilities, encode/decode agree
     gradients         a loss on the scores gives every trainable parameter a finite gradient
     causal            a decoder position sees no later target token, and does see its own
     padded-rows       a fully padded source row leaves every other row's scores unchanged, and finite
@@ -20,10 +23,16 @@ into its slot and raises AssertionError saying what is wrong:
 
 Mask and init entries are not modules inside the model: they get the contracts that apply to a whole
 model (shapes, gradients, causal, padded-rows, deterministic).
+
+`zoo run` holds a plugin's components to the fast ones (FAST: swapped-in, shapes, causal) before a grid's
+first cell starts (`preflight`): a component that broadcasts or sees the future stops the grid in seconds,
+with one line, instead of training to a "complete" record.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -33,8 +42,10 @@ from torch import nn
 
 from zoo.build import build
 from zoo.equivalence import genericize, random_batch, transplant
+from zoo.errors import ZooError
+from zoo.plugins import one_line, touching
 from zoo.registry import Entry, registry
-from zoo.spec import ModelSpec, load_spec
+from zoo.spec import SLOTS, ModelSpec, load_spec
 
 TINY = {"d_model": 32, "n_heads": 4, "d_ff": 64, "encoder_layers": 2, "decoder_layers": 2,
         "src_vocab": 40, "tgt_vocab": 40}
@@ -60,8 +71,9 @@ def swapped_in(entry: Entry, spec: ModelSpec) -> None:
 def shapes(entry: Entry, spec: ModelSpec) -> None:
     model = build(spec, seed=0).eval()
     src, tgt_in = _batch(spec)
-    with torch.no_grad():
+    with torch.no_grad(), _keeping_shapes(entry, model, spec):
         scores = model(src, tgt_in)
+    with torch.no_grad():
         assert scores.shape == (*tgt_in.shape, spec.tgt_vocab), f"scores {tuple(scores.shape)}, expected " \
                                                                  f"{(*tgt_in.shape, spec.tgt_vocab)}"
         assert scores.dtype == torch.float32, f"scores are {scores.dtype}, expected torch.float32"
@@ -72,6 +84,40 @@ def shapes(entry: Entry, spec: ModelSpec) -> None:
         memory = model.encode(src)
         assert memory.shape == (*src.shape, spec.d_model), f"memory {tuple(memory.shape)}"
         assert torch.allclose(model.decode(tgt_in, memory, src), scores, atol=1e-6), "decode(encode) != forward"
+
+
+@contextmanager
+def _keeping_shapes(entry: Entry, model: nn.Module, spec: ModelSpec) -> Iterator[None]:
+    """Check every call of the entry's modules in `model` while the block runs: its output has the shape its first
+    input implies. A residual adds a (B, 1, D) feed-forward output to (B, T, D) without complaint, so the model's
+    scores alone never show it."""
+    seen: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+
+    def record(module: nn.Module, args: tuple, kwargs: dict, output: object) -> None:
+        given = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
+        made = output[0] if isinstance(output, (tuple, list)) and output else output
+        if given is not None and isinstance(made, torch.Tensor):
+            seen.append((tuple(given.shape), tuple(made.shape)))
+
+    hooks = [m.register_forward_hook(record, with_kwargs=True) for m in model.modules() if type(m) is entry.impl]
+    try:
+        yield
+    finally:
+        for hook in hooks:
+            hook.remove()
+    for given, made in seen:
+        expected = _output_shape(entry.slot, given, spec)
+        assert made == expected, f"output shape {made} != {'input' if expected == given else 'expected'} shape " \
+                                 f"{expected}"
+
+
+def _output_shape(slot: str, given: tuple[int, ...], spec: ModelSpec) -> tuple[int, ...]:
+    """What a module of `slot` returns for a first input of shape `given` (see each slot's docstring)."""
+    if slot == "embedding":
+        return (*given, spec.d_model)  # tokens (B, L) -> (B, L, D)
+    if slot == "output":
+        return (*given[:-1], spec.tgt_vocab)  # (B, T, D) -> (B, T, V)
+    return given  # attention (its query), ffn, norm, residual, positional: (B, L, D) -> (B, L, D)
 
 
 def gradients(entry: Entry, spec: ModelSpec) -> None:
@@ -210,22 +256,79 @@ CONTRACTS = (
 )
 
 
-def contracts_for(entry: Entry) -> list[Contract]:
-    return [c for c in CONTRACTS if c.applies(entry)]
+def contracts_for(entry: Entry, names: Iterable[str] | None = None) -> list[Contract]:
+    """The contracts that apply to `entry` (those of `names` alone, if given)."""
+    return [c for c in CONTRACTS if c.applies(entry) and (names is None or c.name in names)]
 
 
-def check(entry: Entry) -> list[tuple[str, str]]:
-    """Run every contract that applies to `entry`: [(contract, what failed)], empty when it passes all."""
+def check(entry: Entry, names: Iterable[str] | None = None, spec: ModelSpec | None = None) -> list[tuple[str, str]]:
+    """Run every contract that applies to `entry` (or those of `names`) on `spec`, by default paper-base at tiny
+    sizes with the entry in its slot: [(contract, what failed)], empty when it passes all (see `failure`)."""
     try:
-        spec = tiny_spec(entry)
+        spec = spec or tiny_spec(entry)
     except Exception as err:  # noqa: BLE001 - a spec the entry cannot be part of is itself a failure
         return [("spec", f"{type(err).__name__}: {err}")]
-    failures = []
-    for contract in contracts_for(entry):
-        try:
-            contract.check(entry, spec)
-        except AssertionError as err:
-            failures.append((contract.name, str(err) or "assertion failed"))
-        except Exception as err:  # noqa: BLE001 - a crash is a failed contract, reported, not raised
-            failures.append((contract.name, f"{type(err).__name__}: {err}"))
-    return failures
+    contracts = contracts_for(entry, None if names is None else tuple(names))
+    return [(c.name, reason) for c in contracts if (reason := failure(lambda c=c: c.check(entry, spec)))]
+
+
+def failure(run: Callable[[], object]) -> str:
+    """What broke when `run` ran a contract, '' if nothing did: its assertion, or the crash, an exit the entry's
+    code asked for (sys.exit()) included, which would otherwise end `zoo check` or `zoo run` silently. Ctrl-C
+    still stops them."""
+    try:
+        run()
+    except KeyboardInterrupt:
+        raise
+    except AssertionError as err:
+        return str(err) or "assertion failed"
+    except BaseException as err:  # noqa: BLE001 - a crash or an exit of the entry's code is a failed contract
+        return f"{type(err).__name__}: {one_line(err)}"
+    return ""
+
+
+# -- before a grid trains ----------------------------------------------------------------------------
+FAST = ("swapped-in", "shapes", "causal")  # seconds per component at tiny sizes; the rest is `zoo check`'s
+
+
+class ContractError(ZooError):
+    """A plugin's component breaks a contract; the message names the variant, slot, component, plugin and contract."""
+
+
+def preflight(experiment, variants: Iterable[str]) -> None:
+    """Hold every component of `variants` that a plugin brought in or changed to the FAST contracts, on the variant's
+    own spec at tiny sizes, before anything trains; ContractError on the first that breaks one. zoo's own components
+    are tested by zoo's suite and skipped, so a grid of built-ins pays nothing."""
+    checked = set()
+    for variant in dict.fromkeys(variants):
+        spec = experiment.specs[variant]
+        for slot, entry, plugins in _plugin_entries(spec):
+            small = _small(spec)
+            if (entry.qualified, small.digest()) in checked:
+                continue
+            checked.add((entry.qualified, small.digest()))
+            failures = check(entry, FAST, small)
+            if failures:
+                contract, reason = failures[0]
+                raise ContractError(" ".join(
+                    f"variant {variant!r}: {slot} {entry.name!r} (plugin {', '.join(map(repr, plugins))}) breaks "
+                    f"the {contract} contract: {reason}; `zoo check {entry.qualified}` runs them all".split()))
+
+
+def _plugin_entries(spec: ModelSpec) -> Iterator[tuple[str, Entry, list[str]]]:
+    """(slot, entry, the labels of the plugins whose code it runs) for each of `spec`'s components that a plugin
+    brought or changed. (A plugin's change zoo cannot pin on a component stales every cell, but checking every
+    built-in for it would cost minutes and find zoo's own code.)"""
+    for slot in SLOTS:
+        entry = registry.get(slot, spec.impl(slot).registry_name)
+        plugins = [plugin.label for plugin in touching(entry.impl)]
+        if plugins:
+            yield slot, entry, plugins
+
+
+def _small(spec: ModelSpec) -> ModelSpec:
+    """`spec` at TINY sizes, or as it is where those sizes do not fit it."""
+    try:
+        return load_spec(spec, TINY)
+    except (ZooError, ValueError):
+        return spec

@@ -42,6 +42,7 @@ import numpy as np
 from zoo import metrics
 from zoo.data import TASKS, load_saved, load_task
 from zoo.data.task import SPLITS, Task
+from zoo.testing import failure
 
 SMALL = {"symbols": 6, "min_len": 2, "max_len": 5, "train_size": 60, "valid_size": 12, "test_size": 12}
 TOLERANCE = 1e-6
@@ -241,15 +242,7 @@ def task_contracts(name: str) -> list[Contract]:
 
 
 def _run(contracts: list[Contract], subject: object) -> list[tuple[str, str]]:
-    failures = []
-    for contract in contracts:
-        try:
-            contract.check(subject)
-        except AssertionError as err:
-            failures.append((contract.name, str(err) or "assertion failed"))
-        except Exception as err:  # noqa: BLE001 - a crash is a failed contract, reported, not raised
-            failures.append((contract.name, f"{type(err).__name__}: {err}"))
-    return failures
+    return [(c.name, reason) for c in contracts if (reason := failure(lambda c=c: c.check(subject)))]
 
 
 def check_metric(name: str) -> list[tuple[str, str]]:

@@ -103,13 +103,18 @@ def _cell_fields(cell: Cell) -> dict:
     return {"experiment": cell.experiment_name, "variant": cell.variant, "task": cell.task, "seed": cell.seed}
 
 
-def _record_failure(cell: Cell, err: BaseException) -> str:
+def _why(err: BaseException) -> str:
+    """One line saying what ended a cell: the exception, or the exit a cell's code asked for."""
+    if isinstance(err, SystemExit):
+        return f"the cell's code called sys.exit({err.code!r})"
+    return " ".join(f"{type(err).__name__}: {err}".split())
+
+
+def _record_failure(cell: Cell, reason: str, trace: str) -> str:
     """Write the failure where it can be written: the record, else failed.json; returns the reason.
     A result already recorded (complete or diverged) is never replaced by a failure: the failure may
     come before the cell could even be checked (an experiment file made unreadable while the grid runs),
     so the record is left as it is and the failure goes to failed.json."""
-    reason = " ".join(f"{type(err).__name__}: {err}".split())
-    trace = traceback.format_exc()
     record = read_record(cell.record)
     kept = record is not None and record.status in ("complete", "diverged")
     places = [] if kept else [lambda: records.write(cell.record, records.failed(
@@ -126,6 +131,21 @@ def _record_failure(cell: Cell, err: BaseException) -> str:
     return reason + " (and it could not be recorded: the store is not writable)"
 
 
+def record_death(cell: Cell, reason: str) -> tuple[str, str]:
+    """The outcome of a cell whose worker process died under it (`kill -9`, the OOM killer, `os._exit` in a
+    plugin), written by the process that ran the worker: the dead worker's lock went with it, so the cell is
+    locked again for the write; if another `zoo run` took it meanwhile, that run owns the cell now."""
+    lock = cell.lock
+    try:
+        if not lock.acquire():
+            return "failed", f"{reason} (another zoo run (pid {lock.holder()}) has taken the cell since)"
+        return "failed", _record_failure(cell, reason, "")
+    except Exception as err:  # noqa: BLE001 - the death is reported either way
+        return "failed", f"{reason} (and it could not be recorded: {_why(err)})"
+    finally:
+        lock.release()
+
+
 def execute(cell: Cell, threads: int | None = None, wait: bool = False) -> tuple[str, str]:
     """Run one cell to the end; never raises. Returns (status, reason): status is complete | diverged |
     failed | locked (another process holds the cell and `wait` is False)."""
@@ -136,7 +156,9 @@ def execute(cell: Cell, threads: int | None = None, wait: bool = False) -> tuple
         if not lock.acquire(blocking=wait):
             return "locked", f"held by another zoo run (pid {lock.holder()})"
         return _run_cell(cell, threads), ""
-    except Exception as err:  # noqa: BLE001 - a failing cell is recorded, and the grid goes on
-        return "failed", _record_failure(cell, err)
+    except KeyboardInterrupt:  # Ctrl-C is the user's, and ends the run
+        raise
+    except BaseException as err:  # noqa: BLE001 - sys.exit() in a plugin's forward too: recorded, the grid goes on
+        return "failed", _record_failure(cell, _why(err), traceback.format_exc())
     finally:
         lock.release()

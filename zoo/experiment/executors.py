@@ -34,7 +34,7 @@ from zoo.catalogue import Catalogue
 from zoo.config_io import Count, describe_error
 from zoo.errors import ZooError
 from zoo.experiment import store
-from zoo.experiment.cell import execute
+from zoo.experiment.cell import execute, record_death
 from zoo.experiment.grid import Cell
 from zoo.plugins import PluginError, load_all
 
@@ -117,7 +117,7 @@ def _init_worker(parent: int) -> None:
     is gone.
 
     A terminal's Ctrl-C reaches every process of the group. The parent answers it (one line, exit 130) and
-    ends the pool, which kills its workers, so a worker has nothing to add but a traceback of its own.
+    ends its workers, so a worker has nothing to add but a traceback of its own.
     A kill -9 of `zoo run` must not leave workers training into the store: they watch for their parent
     (their locks are released by the kernel when they exit; checkpoints and records are written atomically)."""
     store.work_for(parent)
@@ -131,9 +131,75 @@ def _init_worker(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+def _serve(connection, parent: int) -> None:
+    """A worker process's loop: call each (function, arguments) it is sent and send back the result, until
+    it is sent None."""
+    _init_worker(parent)
+    while True:
+        job = connection.recv()
+        if job is None:
+            return
+        function, arguments = job
+        connection.send(function(*arguments))
+
+
+def death(exitcode: int | None) -> str:
+    """How a worker process died, for its cell's failed record: a signal (9 is what the kernel's
+    out-of-memory killer sends), or an exit the cell's code forced (os._exit) without a result."""
+    if exitcode is not None and exitcode < 0:
+        number = -exitcode
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        hint = "; out of memory?" if number == signal.SIGKILL else ""
+        return f"worker killed by signal {number} ({name}){hint}"
+    return f"worker exited with code {exitcode} before returning a result (os._exit in the cell's code?)"
+
+
+class _Worker:
+    """One worker process of the local executor, with the pipe its jobs and results travel through. Unlike a
+    multiprocessing.Pool, whose starmap waits forever for the task of a worker that was killed, the caller
+    watches the process itself (`sentinel`) and learns of its death at once."""
+
+    def __init__(self, context, parent: int) -> None:
+        self.connection, theirs = context.Pipe()
+        self.process = context.Process(target=_serve, args=(theirs, parent), daemon=True)
+        self.process.start()
+        theirs.close()
+        self.cell: Cell | None = None
+
+    def send(self, function, *arguments) -> None:
+        self.connection.send((function, arguments))
+
+    def result(self):
+        """The result of the job sent last, or raises EOFError when the worker died before sending one."""
+        from multiprocessing.connection import wait
+
+        while not self.connection.poll():
+            wait([self.connection, self.process.sentinel])
+            if not self.connection.poll() and not self.process.is_alive():
+                raise EOFError
+        return self.connection.recv()
+
+    def stop(self) -> None:
+        if self.process.is_alive():
+            try:
+                self.connection.send(None)
+            except OSError:
+                pass
+            self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.connection.close()
+
+
 @register_executor("local")
 class Local(Executor):
-    """In this process, or in `workers` processes; cells another `zoo run` holds are waited for at the end."""
+    """In this process, or in `workers` processes; cells another `zoo run` holds are waited for at the end.
+    A worker that dies under its cell (killed by a signal, or its code exiting) gives that cell a failed record
+    saying how it died, a fresh worker takes its place, and the other cells go on."""
 
     Options = LocalOptions
     options: LocalOptions
@@ -156,11 +222,51 @@ class Local(Executor):
 
         threads = max(1, (os.cpu_count() or 1) // workers)
         context = multiprocessing.get_context("spawn")
-        with context.Pool(min(workers, len(todo)), initializer=_init_worker, initargs=(os.getpid(),)) as pool:
-            _preflight(lambda plugins: pool.apply(_load_plugins, (plugins,)), todo, "a worker process")
-            jobs = [(cell, threads, wait) for cell in todo]  # chunksize 1: cells start in grid order
-            for cell, outcome in zip(todo, pool.starmap(execute, jobs, chunksize=1)):
-                results[cell.name] = outcome
+        pool = [_Worker(context, os.getpid()) for _ in range(min(workers, len(todo)))]
+        try:
+            _preflight(lambda plugins: _probe(pool[0], plugins), todo, "a worker process")
+            self._dispatch(todo, results, wait, threads, pool, lambda: _Worker(context, os.getpid()))
+        finally:
+            for worker in pool:
+                worker.stop()
+
+    @staticmethod
+    def _dispatch(todo: list[Cell], results: Results, wait: bool, threads: int, pool: list[_Worker],
+                  fresh) -> None:
+        """Send the cells in grid order to idle workers; collect each result as it comes, and a dead worker's
+        cell as failed (its worker replaced while cells remain)."""
+        from multiprocessing.connection import wait as ready
+
+        queue = list(reversed(todo))
+        while queue or any(worker.cell for worker in pool):
+            for worker in pool:
+                if worker.cell is None and queue:
+                    worker.cell = queue.pop()
+                    worker.send(execute, worker.cell, threads, wait)
+            busy = [worker for worker in pool if worker.cell]
+            ready([handle for worker in busy for handle in (worker.connection, worker.process.sentinel)])
+            for index, worker in enumerate(pool):
+                cell = worker.cell
+                if cell is None or not (worker.connection.poll() or not worker.process.is_alive()):
+                    continue
+                try:
+                    results[cell.name] = worker.result()
+                    worker.cell = None
+                except (EOFError, OSError):
+                    worker.process.join()
+                    results[cell.name] = record_death(cell, death(worker.process.exitcode))
+                    worker.stop()
+                    pool[index] = fresh()
+
+
+def _probe(worker: _Worker, plugins: tuple[str, ...]) -> str:
+    """Load the plugins in `worker`; the reason they cannot be loaded there, or ''."""
+    worker.send(_load_plugins, plugins)
+    try:
+        return worker.result()
+    except EOFError:
+        worker.process.join()
+        return f"loading the plugins ended the worker: {death(worker.process.exitcode)}"
 
 
 # -- ray -------------------------------------------------------------------------------------------
@@ -192,7 +298,22 @@ class Ray(Executor):
                  log_to_driver=False)
         _preflight(lambda plugins: ray.get(ray.remote(num_cpus=threads)(_load_plugins).remote(plugins)), grid,
                    "a Ray worker")
-        remote = ray.remote(num_cpus=threads)(_execute_for)
+        # no retries: a cell whose worker died gets a failed record saying so; `zoo run` again retries it
+        remote = ray.remote(num_cpus=threads, max_retries=0)(_execute_for)
         run_pid = os.getpid()
-        for cell, outcome in zip(grid, ray.get([remote.remote(run_pid, cell, threads, True) for cell in grid])):
-            results[cell.name] = outcome
+        pending = {remote.remote(run_pid, cell, threads, True): cell for cell in grid}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                cell = pending.pop(ref)
+                try:
+                    results[cell.name] = ray.get(ref)
+                except ray.exceptions.RayError as err:  # the worker died (killed, out of memory) or Ray lost it
+                    results[cell.name] = record_death(cell, ray_death(err))
+
+
+def ray_death(err: Exception) -> str:
+    """One line for a Ray task that ended without a result: which of Ray's failures it was, and its first line."""
+    first = next((line.strip() for line in str(err).splitlines() if line.strip()), "")
+    hint = "; out of memory?" if "memory" in f"{type(err).__name__} {err}".lower() or "SIGKILL" in str(err) else ""
+    return f"Ray worker died ({type(err).__name__}: {first[:200]}){hint}"

@@ -13,12 +13,14 @@ Where things live, what defines a cell and how cells are locked: zoo/experiment/
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from zoo import rundir
+from zoo.experiment import owner, store
 from zoo.experiment import record as records
-from zoo.experiment import store
 from zoo.experiment.config import ExperimentError
 from zoo.plugins import loaded as loaded_plugins
 
@@ -62,32 +64,37 @@ class Cell:
 
 @dataclass(frozen=True)
 class Part:
-    """Some of an experiment's variants, tasks (by key) and seeds, each empty for all of them (`zoo run
+    """Some of an experiment's variants, tasks (by key) and seeds, each None for all of them (`zoo run
     --variants/--tasks/--seeds`): the same cells with the same definitions and records, fewer of them, so
-    machines can share a grid (a GPU takes whole seeds, the CPU the rest) and each resumes from the records."""
+    machines can share a grid (a GPU takes whole seeds, the CPU the rest) and each resumes from the records.
+    An empty selection selects nothing, and `checked` refuses it: `--tasks "$EMPTY"` must not train everything."""
 
-    variants: tuple[str, ...] = ()
-    tasks: tuple[str, ...] = ()
-    seeds: tuple[int, ...] = ()
+    variants: tuple[str, ...] | None = None
+    tasks: tuple[str, ...] | None = None
+    seeds: tuple[int, ...] | None = None
 
     def checked(self, experiment) -> Part:
-        """Itself, when the experiment has every value it names; else an error naming the allowed values."""
+        """Itself, when each selection is not empty and the experiment has every value it names; else an error
+        naming the allowed values."""
         config = experiment.config
-        for flag, asked, allowed in (("--variants", self.variants, [v.label for v in config.variants]),
-                                     ("--tasks", self.tasks, [t.key for t in config.tasks]),
-                                     ("--seeds", self.seeds, list(config.seeds))):
-            unknown = [str(value) for value in asked if value not in allowed]
+        for flag, what, asked, allowed in (("--variants", "variant", self.variants, [v.label for v in config.variants]),
+                                           ("--tasks", "task", self.tasks, [t.key for t in config.tasks]),
+                                           ("--seeds", "seed", self.seeds, list(config.seeds))):
+            has = ", ".join(map(str, allowed))
+            if asked is not None and not asked:
+                raise ExperimentError(f"{flag}: empty selection; give at least one {what} ({experiment.name} has "
+                                      f"{has})")
+            unknown = [str(value) for value in asked or () if value not in allowed]
             if unknown:
-                raise ExperimentError(f"{flag}: {experiment.name} has no {', '.join(unknown)} "
-                                      f"(it has {', '.join(map(str, allowed))})")
+                raise ExperimentError(f"{flag}: {experiment.name} has no {', '.join(unknown)} (it has {has})")
         return self
 
     def holds(self, variant: str, task: str, seed: int) -> bool:
-        return ((not self.variants or variant in self.variants) and (not self.tasks or task in self.tasks)
-                and (not self.seeds or seed in self.seeds))
+        return ((self.variants is None or variant in self.variants) and (self.tasks is None or task in self.tasks)
+                and (self.seeds is None or seed in self.seeds))
 
     def task_entries(self, experiment) -> list:
-        return [task for task in experiment.config.tasks if not self.tasks or task.key in self.tasks]
+        return [task for task in experiment.config.tasks if self.tasks is None or task.key in self.tasks]
 
 
 WHOLE = Part()  # the whole grid
@@ -96,15 +103,17 @@ WHOLE = Part()  # the whole grid
 def cells(experiment, runs_root: Path, records_root: Path, concurrent: int = 1, commit: str = "",
           part: Part = WHOLE) -> list[Cell]:
     """The grid (or its `part`) in run order: task by task, and within a task seed by seed across all variants,
-    so a grid stopped part-way (a session's end) leaves every variant with the same seeds, ready to compare."""
+    so a grid stopped part-way (a session's end) leaves every variant with the same seeds, ready to compare.
+    A store of another experiment is refused here, before anything reads or moves its cells (owner.py)."""
+    owner.check_grid(experiment, runs_root, records_root)
     runs, kept = str(Path(runs_root).resolve()), str(Path(records_root).resolve())
     seeds = {seed: i for i, seed in enumerate(experiment.config.seeds)}
     tasks = {task.key: i for i, task in enumerate(experiment.config.tasks)}
     chosen = [(variant, task, seed) for variant, task, seed in experiment.grid() if part.holds(variant, task.key, seed)]
     ordered = sorted(chosen, key=lambda cell: (tasks[cell[1].key], seeds[cell[2]]))  # stable: variants
-    plugins = tuple(plugin.where for plugin in loaded_plugins())
-    return [Cell(str(experiment.path.resolve()), experiment.name, variant, task.key, seed, runs, kept, concurrent,
-                 commit, plugins=plugins) for variant, task, seed in ordered]
+    plugins, path = tuple(plugin.where for plugin in loaded_plugins()), str(experiment.path.resolve())
+    return [Cell(path, experiment.name, variant, task.key, seed, runs, kept, concurrent, commit, plugins=plugins)
+            for variant, task, seed in ordered]
 
 
 def read_record(path: Path) -> records.Record | None:
@@ -150,6 +159,22 @@ def plan(experiment, grid: list[Cell]) -> dict[str, list[str]]:
     return stale
 
 
+def definitions(experiment) -> Callable[[str, Any, int], dict[str, Any]]:
+    """`store.definition` as a function of (variant, task entry, seed), built once per variant and task: the seed
+    is the training config's `seed` and nothing else (tests/test_forecast.py checks that they agree), and a grid
+    of 10^5 seeds must not build 10^5 specs, task and training configs (`zoo run --dry-run`). Callers must not
+    change what it returns: the parts other than `train` are shared."""
+    made: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def define(variant: str, task, seed: int) -> dict[str, Any]:
+        if (variant, task.key) not in made:
+            made[variant, task.key] = store.definition(experiment, variant, task, seed)
+        first = made[variant, task.key]
+        return {**first, "train": {**first["train"], "seed": seed}}
+
+    return define
+
+
 def reusable(experiment, grid: list[Cell], report_folders: list[Path]) -> list[Cell]:
     """The grid with `reuse` set on every cell not recorded under its current definition (no record,
     or a stale one) while the records of `report_folders` (other experiments') hold one of the same
@@ -157,10 +182,11 @@ def reusable(experiment, grid: list[Cell], report_folders: list[Path]) -> list[C
     if not grid or not report_folders:
         return grid
     by_digest = store.records_by_digest(report_folders, exclude=Path(grid[0].records_root))
+    entries = {task.key: task for task in experiment.config.tasks}
+    define = definitions(experiment)
     out = []
     for cell in grid:
-        entry = next(t for t in experiment.config.tasks if t.key == cell.task)
-        current = store.definition(experiment, cell.variant, entry, cell.seed)
+        current = define(cell.variant, entries[cell.task], cell.seed)
         source = by_digest.get(store.digest(current))
         out.append(replace(cell, reuse=str(source)) if source and cell_state(cell, current)[0] != "recorded"
                    else cell)

@@ -129,34 +129,39 @@ def provenance(concurrent: int, commit: str = "", plugins: dict[str, str] | None
 
 
 def base(cell: dict[str, Any], definition: dict[str, Any], digest: str, concurrent: int,
-         commit: str = "") -> dict[str, Any]:
-    return {"format": FORMAT, "cell": cell, "definition": definition, "definition_digest": digest,
-            "provenance": provenance(concurrent, commit, definition.get("plugins"))}
+         commit: str = "") -> Head:
+    """What every record of `cell` starts with, whatever its outcome."""
+    return Head(format=FORMAT, cell=Cell(**cell), definition=definition, definition_digest=digest,
+                provenance=provenance(concurrent, commit, definition.get("plugins")))
 
 
-def from_run(run_dir: Path, head: dict[str, Any]) -> Record:
-    """The record of a finished (complete and evaluated, or diverged) run directory, checked against the
-    format before it is written: a run whose files do not make a record fails here, not in the report."""
+def from_run(run_dir: Path, head: Head) -> Record:
+    """The record of a finished (complete and evaluated, or diverged) run directory, built as the Record model
+    that `read` checks: a run whose files do not make a record fails here, not in the report."""
     from zoo.data import load_saved
 
     summary = read_table(run_dir / SUMMARY)
     rows = read_metrics(run_dir / METRICS)
-    record = {**head, "status": summary["status"], "reason": summary.get("reason", ""),
-              "summary": {k: summary.get(k) for k in ("parameters", "steps", "epochs", "tokens", "train_seconds",
-                                                      "device", "precision", "spec_digest")},
-              "spec": read_table(run_dir / SPEC)["spec"], "final": summary.get("final"), "curves": curves(rows)}
+    outcome: dict[str, Any] = {}
     if summary["status"] == "complete":
         task = load_saved(run_dir / TASK)
         hypotheses = read_hypotheses(run_dir, TEST) or []
-        record["test"] = read_table(run_dir / f"{TEST}.json")
-        record["hypotheses"] = hypotheses
-        record["sentences"], record["signatures"] = sentence_statistics(task.metrics, hypotheses,
-                                                                        task.references("test"))
-    return Record.model_validate(record)
+        sentences, signatures = sentence_statistics(task.metrics, hypotheses, task.references("test"))
+        outcome = {"test": read_table(run_dir / f"{TEST}.json"), "hypotheses": hypotheses, "sentences": sentences,
+                   "signatures": signatures}
+    try:
+        return Record(**dict(head), status=summary["status"], reason=summary.get("reason", ""),
+                      summary={k: summary.get(k) for k in Summary.model_fields},
+                      spec=read_table(run_dir / SPEC)["spec"], final=summary.get("final"),
+                      curves=curves(rows), **outcome)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "record"
+        raise RunError(f"{run_dir}: its files do not make a record: {where}: {first['msg']}") from None
 
 
-def failed(head: dict[str, Any], reason: str, trace: str) -> Record:
-    return Record.model_validate({**head, "status": "failed", "reason": reason, "traceback": trace[-4000:]})
+def failed(head: Head, reason: str, trace: str) -> Record:
+    return Record(**dict(head), status="failed", reason=reason, traceback=trace[-4000:])
 
 
 def write(path: Path, record: Record) -> None:
@@ -226,6 +231,17 @@ class Curves(BaseModel):
         return self
 
 
+class Head(BaseModel):
+    """The fields every record starts with: which cell, under which definition, made where."""
+
+    model_config = ConfigDict(extra="forbid")
+    format: Literal[1]
+    cell: Cell
+    definition: dict[str, Any]
+    definition_digest: StrictStr
+    provenance: dict[str, Any] = {}
+
+
 class Record(BaseModel):
     """The record format of the module docstring: what `read` checks and returns, so a reader names the
     fields it uses (extra fields are kept, and written back: a record written by a later zoo may carry more)."""
@@ -246,6 +262,7 @@ class Record(BaseModel):
     sentences: dict[str, list[list[StrictInt]] | list[StrictInt]] | None = None
     signatures: dict[str, StrictStr] | None = None
     provenance: dict[str, Any] = {}
+    traceback: StrictStr | None = None  # a failed record's: where the cell's code raised
 
     @model_validator(mode="after")
     def _complete(self) -> "Record":

@@ -20,11 +20,12 @@ from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 
-from zoo.experiment import executors, store
+from zoo.experiment import executors, owner, store
 from zoo.experiment import record as records
 from zoo.experiment.executors import Executor, Results
 from zoo.experiment.grid import WHOLE, Part, cells, plan, reusable
 from zoo.experiment.view import GridLog, GridView
+from zoo.testing import preflight
 
 
 def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str | Executor = "local",
@@ -37,6 +38,8 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
     runner = executor if isinstance(executor, Executor) else executors.create(executor, **options)
     grid = cells(experiment, runs_root, records_root, concurrent=max(runner.concurrent, 1),
                  commit=records.zoo_commit(), part=part)
+    preflight(experiment, [cell.variant for cell in grid])  # a plugin's broken component stops it here
+    owner.claim_grid(experiment, runs_root, records_root)
     if log_to is not None:
         grid = [replace(cell, log_to=str(Path(log_to).resolve())) for cell in grid]
     console = console or Console(stderr=True)

@@ -131,19 +131,19 @@ def definition(experiment, variant: str, task, seed: int) -> dict[str, Any]:
         "train": experiment.train_config(task, seed, variant).model_dump(mode="json"),
         "decode": experiment.config.decode.model_dump(mode="json"),
     }
-    plugins = sources_of([spec.impl(slot).__module__ for slot in SLOTS] + task_modules(task_config))
+    plugins = sources_of([spec.impl(slot) for slot in SLOTS] + task_classes(task_config))
     if plugins:  # only then: a cell of zoo's own components, task and metrics keeps the definition it always had
         defined["plugins"] = plugins
     return defined
 
 
-def task_modules(task_config) -> list[str]:
-    """The modules of a task's class and of the metrics it is scored by: where a plugin's task or metric lives,
-    whose sources then join the definitions that use them."""
+def task_classes(task_config) -> list[type]:
+    """A task's class and the classes of the metrics it is scored by: a plugin's task or metric, or a built-in one
+    a plugin changed, whose plugin's sources then join the definitions that use them."""
     from zoo import metrics
 
     task = task_config.task_class
-    return [task.__module__, *(type(metrics.get(name)).__module__ for name in task.metrics)]
+    return [task, *(type(metrics.get(name)) for name in task.metrics)]
 
 
 def digest(value: dict[str, Any]) -> str:
