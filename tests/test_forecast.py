@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from zoo.cli_experiment import _dry_run_summary
-from zoo.experiment import load_experiment
+from zoo import cli_experiment
+from zoo.cli_experiment import _dry_run_summary, _progress
+from zoo.experiment import forecast as forecasts
+from zoo.experiment import load_experiment, store
 from zoo.experiment.forecast import forecast
-from zoo.experiment.grid import cells, reusable
+from zoo.experiment.grid import cells, definitions, reusable
 from zoo.experiment.runner import run_grid
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,3 +84,46 @@ def test_a_grid_declared_for_a_gpu_is_forecast_on_a_machine_without_one(tmp_path
     experiment = load_experiment(write(tmp_path, SMOKE.replace('device = "cpu"', 'device = "cuda"')))
     [row] = forecast(experiment, cells(experiment, tmp_path / "runs", tmp_path / "out" / "records"))
     assert row.new == 4 and row.seconds_per_step is None
+
+
+def test_definitions_built_once_per_variant_and_task_are_the_stores_own(tmp_path):
+    """`grid.definitions` builds one definition per variant and task and varies the seed: exactly what
+    `store.definition` says for every cell, also of a variant with its own training settings."""
+    own = '"residual.kind" = "pre-norm"}'
+    experiment = load_experiment(write(tmp_path, SMOKE.replace("seeds = [0, 1]", "seeds = [3, 0, 7]")
+                                       .replace(own, own + "\ntrain = {lr = 1e-3, warmup = 5}")))
+    define = definitions(experiment)
+    for variant, task, seed in experiment.grid():
+        assert define(variant, task, seed) == store.definition(experiment, variant, task, seed)
+
+
+def test_a_grid_of_many_seeds_is_forecast_from_one_definition_per_variant_and_task(tmp_path, monkeypatch):
+    """`zoo run --dry-run` of 10^5 cells took minutes: each cell built its definition and looked at its files.
+    Now a cell with nothing on disk is new at once, and definitions are built per variant and task."""
+    seeds = ", ".join(map(str, range(500)))
+    experiment = load_experiment(write(tmp_path, SMOKE.replace("seeds = [0, 1]", f"seeds = [{seeds}]")))
+    built, looked = [], []
+    monkeypatch.setattr(store, "definition", lambda *args, real=store.definition: built.append(args) or real(*args))
+    monkeypatch.setattr(forecasts, "cell_state", lambda cell, *args, real=forecasts.cell_state:
+                        looked.append(cell.name) or real(cell, *args))
+    grid = cells(experiment, tmp_path / "runs", tmp_path / "out" / "records")
+    (grid[7].out / "sub").mkdir(parents=True)  # a run directory with nothing in it yet: still new
+    done = []
+    [row] = forecast(experiment, grid, progress=lambda n, total: done.append((n, total)))
+    assert (row.cells, row.new, row.steps) == (1000, 1000, 1000 * 40)
+    assert len(built) == 2 and looked == [grid[7].name]
+    assert done[-1] == (1000, 1000) and len(done) == 1000
+
+
+def test_the_progress_bar_shows_only_for_slow_work(monkeypatch):
+    from io import StringIO
+
+    from rich.console import Console
+
+    for after, shown in ((60.0, False), (0.0, True)):
+        screen = StringIO()
+        monkeypatch.setattr(cli_experiment, "errors", Console(file=screen, force_terminal=True, width=100))
+        with _progress("comparing definitions", after=after) as progress:
+            for done in range(1, 11):
+                progress(done, 10)
+        assert ("comparing definitions" in screen.getvalue()) == shown

@@ -34,6 +34,10 @@ def test_a_part_trains_its_cells_alone_and_the_whole_grid_then_only_the_rest(tmp
     (["--variants", "post-norm,rmsnorm"], "--variants: smoke has no rmsnorm (it has post-norm, pre-norm)"),
     (["--tasks", "copy:x"], "--tasks: smoke has no copy:x (it has copy)"),
     (["--seeds", "1,5"], "--seeds: smoke has no 5 (it has 0, 1)"),
+    (["--tasks", ""], "--tasks: empty selection; give at least one task (smoke has copy)"),  # `--tasks "$UNSET"`
+    (["--seeds", ",,"], "--seeds: empty selection; give at least one seed (smoke has 0, 1)"),
+    (["--variants", " "], "--variants: empty selection; give at least one variant (smoke has post-norm, pre-norm)"),
+    (["--seeds", "", "--dry-run"], "--seeds: empty selection"),
 ])
 def test_a_part_naming_what_the_experiment_lacks_is_refused_with_what_it_has(tmp_path, capsys, part, message):
     assert zoo_run(experiment_file(tmp_path), tmp_path, *part) == 2

@@ -20,6 +20,15 @@ from rich.table import Table
 
 from zoo import __version__
 from zoo.build import build
+from zoo.cli_process import (
+    Output,
+    OutputError,
+    drop_output,
+    os_error,
+    replace_unencodable,
+    stopped,
+    stops_as_interrupts,
+)
 from zoo.config_io import parse_assignments
 from zoo.equivalence import equivalence
 from zoo.errors import ZooError
@@ -315,32 +324,50 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def _error(message: str) -> int:
+    # escaped: the message quotes user input ('d_model=[/]', "pip install '.[ray]'"), never markup
+    errors.print(f"[bold red]zoo: error:[/bold red] {escape(message)}", highlight=False, soft_wrap=True)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    replace_unencodable()
     args = parser().parse_args(argv)
     try:
-        load_all(args.plugin)
-        return args.run(args)
+        with stops_as_interrupts():
+            load_all(args.plugin)
+            return args.run(args)
     except ZooError as err:
-        # escaped: the message quotes user input ('d_model=[/]', "pip install '.[ray]'"), never markup
-        errors.print(f"[bold red]zoo: error:[/bold red] {escape(str(err))}", highlight=False, soft_wrap=True)
-        return 2
-    except KeyboardInterrupt:
-        errors.print("zoo: interrupted; checkpoints and finished results are kept: `zoo train ... --resume` or "
-                     "running `zoo run` again continues from the last checkpoint", highlight=False, soft_wrap=True)
-        return 130
+        return _error(str(err))
+    except KeyboardInterrupt as err:
+        line, code = stopped(err, args)
+        errors.print(line, highlight=False, markup=False, soft_wrap=True)
+        return code
+    except (BrokenPipeError, OutputError):  # the output itself (`zoo list | head`, `zoo list > /dev/full`): run()
+        raise
+    except OSError as err:  # a place that cannot be written or read; not a programming error's traceback
+        return _error(os_error(err))
+    except UnicodeEncodeError as err:
+        return _error(f"cannot encode {err.object[err.start:err.end]!r} in {err.encoding}; set "
+                      "PYTHONIOENCODING=utf-8")
 
 
 def run() -> Any:  # pragma: no cover - console entry point
+    sys.stdout = Output(sys.stdout)
     try:
         code = main()
         sys.stdout.flush()
     except BrokenPipeError:  # `zoo schema | head`: the reader left; not an error of ours
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        drop_output()
         code = 0
-    if code == 130 and threading.active_count() > 1:
-        # Ctrl-C while a cell trains in a thread of this process (`zoo run` with one worker): that thread cannot
-        # be stopped, and finalising the interpreter under it aborts in torch's C++ ("terminate called ...").
-        # End as a kill would, which the run store is built for: writes are atomic, locks die with the process.
+    except OutputError as err:  # `zoo list > /dev/full`: the output cannot be written
+        drop_output()
+        code = _error(f"cannot write the output: {err.strerror or err}")
+    if code > 128 and threading.active_count() > 1:
+        # Ctrl-C or SIGTERM while a cell trains in a thread of this process (`zoo run` with one worker): that
+        # thread cannot be stopped, and finalising the interpreter under it aborts in torch's C++ ("terminate
+        # called ..."). End as a kill would, which the run store is built for: writes are atomic, locks die with
+        # the process.
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

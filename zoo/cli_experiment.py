@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import shlex
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import Progress
 from rich.table import Table
 
 from zoo.config_io import parse_assignments
 from zoo.experiment import load_experiment, store
 from zoo.experiment.executors import EXECUTORS, ExecutorError, create
 from zoo.experiment.grid import Part
+from zoo.experiment.owner import check_grid
 
 RECORDS = store.RECORDS
 
@@ -29,7 +34,16 @@ def _places(args: argparse.Namespace, experiment) -> tuple[Path, Path]:
     """(runs root, report folder) from --runs / --out or their defaults; records live in <report>/records."""
     runs = Path(args.runs) if getattr(args, "runs", None) else Path("runs") / experiment.name
     out = Path(args.out) if args.out else Path("reports") / experiment.name
-    return runs, out
+    return _folder("--runs", runs), _folder("--out", out)
+
+
+def _folder(flag: str, path: Path) -> Path:
+    """`path`, unless a file stands there: a folder given as a file is one line now, not an error at the first
+    write (or, with --dry-run, a grid that reads as never run). Other unusable places (read-only, a file above
+    it) are said at the first write (zoo.cli)."""
+    if path.exists() and not path.is_dir():
+        raise store.StoreError(f"{flag} {path}: is a file, not a folder")
+    return path
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -37,13 +51,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from zoo.train.tensorboard import log_destination
 
     experiment = load_experiment(args.experiment)
-    part = Part(tuple(args.variants), tuple(args.tasks), tuple(args.seeds)).checked(experiment)
+    part = Part(args.variants, args.tasks, args.seeds).checked(experiment)
     experiment.check_data(part.task_entries(experiment))
     executor = _executor(args)  # an unknown executor or a bad option: said before anything is written
     runs, out = _places(args, experiment)
     if args.dry_run:
         return _dry_run(experiment, runs, out, args, part)
     log_to = log_destination(args.log_to)
+    check_grid(experiment, runs, out / RECORDS)  # another experiment's store: refused before its floors are written
     _write_floors(experiment, out, part.task_entries(experiment))
     results = run_grid(experiment, runs, out / RECORDS, executor=executor, console=errors, live=not args.no_live,
                        reuse_from=[Path(folder) for folder in args.reuse_from], log_to=log_to, part=part)
@@ -80,8 +95,9 @@ def _dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: 
     from zoo.experiment.grid import cells, reusable
 
     reuse = [Path(folder) for folder in args.reuse_from]
-    grid = reusable(experiment, cells(experiment, runs, out / RECORDS, part=part), reuse)
-    rows = [row for row in forecast(experiment, grid, reuse) if row.cells]  # a --tasks part: its tasks alone
+    with _progress(f"{experiment.name}: reading the records and comparing definitions") as progress:
+        grid = reusable(experiment, cells(experiment, runs, out / RECORDS, part=part), reuse)
+        rows = [row for row in forecast(experiment, grid, reuse, progress) if row.cells]  # a --tasks part: its own
     table = Table(title=f"zoo run {experiment.name} --dry-run: nothing is trained, moved or written",
                   title_justify="left")
     for column in ("task", "cells", "recorded", "copied", "stale", "new", "s/step", "core-hours left"):
@@ -99,6 +115,30 @@ def _dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: 
     to_run = sum(row.to_run for row in rows)
     console.print(_dry_run_summary(total, unknown, max(1, args.workers or 1), to_run), soft_wrap=True)
     return 0
+
+
+@contextlib.contextmanager
+def _progress(description: str, after: float = 2.0) -> Iterator[Callable[[int, int], None]]:
+    """progress(done, total) for long work: a transient bar on stderr that appears once the work has taken `after`
+    seconds (a dry-run of a huge grid, or one that reads thousands of records), and never for quicker work."""
+    bar = Progress(console=errors, transient=True)
+    task = bar.add_task(description, total=None)
+    start = shown = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        nonlocal shown
+        now = time.monotonic()
+        if now - start < after or (now - shown < 0.1 and done < total):  # a tenth of a second between updates
+            return
+        if not bar.live.is_started:
+            bar.start()
+        shown = now
+        bar.update(task, completed=done, total=total)
+
+    try:
+        yield progress
+    finally:
+        bar.stop()
 
 
 def _dry_run_summary(core_seconds: float, unknown: list[str], workers: int, to_run: int) -> str:
@@ -165,6 +205,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise ExportError(f"--to: {' '.join(args.to)!r}: give 'tensorboard DIR' or 'mlflow [URI]'")
     experiment = load_experiment(args.experiment)
     _, out = _places(args, experiment)
+    if where and "://" not in where[0] and not where[0].startswith("file:"):  # a folder, not a tracking server
+        _folder(f"--to {tracker}", Path(where[0]))
     with errors.status(f"exporting {experiment.name}'s records to {tracker}..."):
         if tracker == "tensorboard":
             runs = to_tensorboard(experiment, out / RECORDS, Path(where[0]))
@@ -299,10 +341,10 @@ def add_commands(sub) -> None:
                    help="other experiments' report folders (e.g. reports/budget-pilot): a cell whose very "
                    "definition (spec, task, data, training config and seed, decoding) one of their records has is "
                    "not trained but gets a copy of that record, whose provenance names the original")
-    p.add_argument("--variants", type=_names, default=(), metavar="LABEL,...", help="only these variants")
-    p.add_argument("--tasks", type=_names, default=(), metavar="KEY,...", help="only these tasks, by key (the "
+    p.add_argument("--variants", type=_names, metavar="LABEL,...", help="only these variants")
+    p.add_argument("--tasks", type=_names, metavar="KEY,...", help="only these tasks, by key (the "
                    "task's label, else its name with ':' as '-', as reports and --dry-run show it)")
-    p.add_argument("--seeds", type=_seeds, default=(), metavar="N,...", help="only these seeds. With --variants "
+    p.add_argument("--seeds", type=_seeds, metavar="N,...", help="only these seeds. With --variants "
                    "and --tasks: part of the grid, the same cells and records, e.g. to train whole seeds on another "
                    "machine and commit their records (the rest resumes from them)")
     p.add_argument("--log-to", nargs=2, metavar=("tensorboard", "DIR"), help="also write each cell's curves to "

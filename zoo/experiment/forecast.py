@@ -13,12 +13,13 @@ from its checkpoint, so its full budget is an upper bound.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from zoo.experiment import record as records
 from zoo.experiment import store
-from zoo.experiment.grid import Cell, cell_state
+from zoo.experiment.grid import Cell, cell_state, definitions
 from zoo.rundir import RunError
 from zoo.train.loop import select_device
 
@@ -47,10 +48,12 @@ class TaskForecast:
         return None if self.seconds_per_step is None else self.seconds_per_step * self.steps
 
 
-def _rates(paths: list[Path]) -> dict[tuple[str, str], list[float]]:
-    """{(digest of (task settings, data), device type): [seconds per step of each complete record]}."""
+def _rates(paths: list[Path], progress: Callable[[int], object]) -> dict[tuple[str, str], list[float]]:
+    """{(digest of (task settings, data), device type): [seconds per step of each complete record]};
+    `progress(n)` after the n-th record."""
     rates: dict[str, list[float]] = {}
-    for path in paths:
+    for done, path in enumerate(paths, 1):
+        progress(done)
         try:
             record = records.read(path)
         except RunError:  # an unreadable record gives no rate; `zoo run` names it and runs its cell again
@@ -65,19 +68,31 @@ def _rates(paths: list[Path]) -> dict[tuple[str, str], list[float]]:
     return rates
 
 
-def forecast(experiment, grid: list[Cell], reuse_folders: list[Path] = ()) -> list[TaskForecast]:
+def forecast(experiment, grid: list[Cell], reuse_folders: list[Path] = (),
+             progress: Callable[[int, int], object] = lambda done, total: None) -> list[TaskForecast]:
     """One TaskForecast per task of the experiment, for `grid` (grid.cells, with `reuse` set by
-    grid.reusable when --reuse-from is given)."""
-    paths = store.record_files(Path(grid[0].records_root)) if grid else []
+    grid.reusable when --reuse-from is given); `progress(done, total)` as it reads the records, then the cells.
+    A cell with neither a record nor a run directory is new without a look at it: of a grid of 10^5 cells,
+    only those are read that have something to read."""
+    records_root, runs_root = (Path(grid[0].records_root), Path(grid[0].runs_root)) if grid else (None, None)
+    own = store.record_files(records_root) if grid else []
+    paths = list(own)
     for folder in reuse_folders:
         paths += store.record_files(Path(folder) / store.RECORDS)
-    rates = _rates(paths)
+    total = len(paths) + len(grid)
+    rates = _rates(paths, lambda done: progress(done, total))
+    there = set()  # names (variant/task/seed-n) of the cells with a record or a run directory
+    if grid:
+        there = {path.relative_to(records_root).with_suffix("").as_posix() for path in own}
+        there |= {path.relative_to(runs_root).as_posix() for path in runs_root.glob("*/*/seed-*")}
+    define = definitions(experiment)
     entries = {task.key: task for task in experiment.config.tasks}
     out = {key: TaskForecast(key) for key in entries}
-    for cell in grid:
+    budgets: dict[tuple[str, str], tuple[int | None, float | None]] = {}  # no seed changes them
+    for done, cell in enumerate(grid, len(paths) + 1):
+        progress(done, total)
         entry, row = entries[cell.task], out[cell.task]
-        current = store.definition(experiment, cell.variant, entry, cell.seed)
-        state, _ = cell_state(cell, current)
+        state = cell_state(cell, define(cell.variant, entry, cell.seed))[0] if cell.name in there else "todo"
         row.cells += 1
         if state == "recorded":
             row.recorded += 1
@@ -87,12 +102,20 @@ def forecast(experiment, grid: list[Cell], reuse_folders: list[Path] = ()) -> li
             continue
         row.stale += state == "stale"
         row.new += state == "todo"
-        config = experiment.train_config(entry, cell.seed, cell.variant)
-        row.steps += config.steps or 0
-        row.unbounded += not config.steps
+        if (cell.variant, cell.task) not in budgets:
+            budgets[cell.variant, cell.task] = _budget(define(cell.variant, entry, cell.seed), rates)
+        steps, seconds_per_step = budgets[cell.variant, cell.task]
+        row.steps += steps or 0
+        row.unbounded += not steps
         if row.seconds_per_step is None:
-            # the device named, or where 'auto' puts the runs here: a dry-run forecasts even for a GPU it lacks
-            device = select_device("auto").type if config.device == "auto" else config.device
-            measured = rates.get((store.digest({"task": current["task"], "data": current["data"]}), device))
-            row.seconds_per_step = statistics.median(measured) if measured else None
+            row.seconds_per_step = seconds_per_step
     return list(out.values())
+
+
+def _budget(current: dict, rates: dict[tuple[str, str], list[float]]) -> tuple[int | None, float | None]:
+    """(steps, median seconds per step of the records that give a rate, or None) of a cell defined as `current`."""
+    train = current["train"]
+    # the device named, or where 'auto' puts the runs here: a dry-run forecasts even for a GPU it lacks
+    device = select_device("auto").type if train["device"] == "auto" else train["device"]
+    measured = rates.get((store.digest({"task": current["task"], "data": current["data"]}), device))
+    return train["steps"], statistics.median(measured) if measured else None
