@@ -226,7 +226,7 @@ def poison_loss(monkeypatch, from_step: int, value: float) -> None:
     """Multiply the loss by `value` (nan, inf) from the `from_step`-th step on (one batch a step here)."""
     from zoo.train import loop
 
-    real, calls = loop.loss_sums, {"n": 0}
+    real, calls = loop.training_loss, {"n": 0}
 
     def poisoned(*args, **kwargs):
         calls["n"] += 1
@@ -235,7 +235,7 @@ def poison_loss(monkeypatch, from_step: int, value: float) -> None:
             sums.loss = sums.loss * value
         return sums
 
-    monkeypatch.setattr(loop, "loss_sums", poisoned)
+    monkeypatch.setattr(loop, "training_loss", poisoned)
 
 
 def test_divergence_is_recorded_and_stops_cleanly(tmp_path, monkeypatch):

@@ -17,6 +17,7 @@ is read only after the queued kernels have finished (one synchronisation per tim
 
 from __future__ import annotations
 
+import copy
 import multiprocessing
 import statistics
 import time
@@ -29,7 +30,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from zoo.build import build
 from zoo.errors import NotExpressible
 from zoo.interop import to_torch
-from zoo.loss import loss_sums
+from zoo.loss_fused import training_loss
 from zoo.plugins import load_all, loaded
 from zoo.spec import ModelSpec, load_spec
 from zoo.train.loop import describe_device, select_device
@@ -91,11 +92,10 @@ def make_batch(config: BenchConfig, generator: torch.Generator, pad: int, device
     return Batch(src.to(device), tgt_in.to(device), tgt_out.to(device), int(tgt_out.ne(pad).sum()))
 
 
-def training_step(model, optimizer, batch: Batch, pad: int, bf16: bool) -> int:
+def training_step(model, optimizer, batch: Batch, pad: int, bf16: bool, kernels: str = "reference") -> int:
+    """One optimizer step as the trainer takes it (zoo.loss_fused.training_loss), on the path `kernels` names."""
     optimizer.zero_grad(set_to_none=True)
-    with torch.autocast(batch.src.device.type, dtype=torch.bfloat16, enabled=bf16):
-        scores = model(batch.src, batch.tgt_in)
-    sums = loss_sums(scores, batch.tgt_out, model.output, pad, 0.1)
+    sums = training_loss(model, batch.src, batch.tgt_in, batch.tgt_out, pad, 0.1, kernels=kernels, bf16=bf16)
     (sums.loss / batch.tokens).backward()
     optimizer.step()
     return batch.tokens
@@ -116,9 +116,11 @@ def _setup(config: BenchConfig, device: torch.device) -> tuple[ModelSpec, torch.
     return spec, model, [make_batch(config, generator, spec.pad_id, device) for _ in range(4)]
 
 
-def _training_round(model, optimizer, batches, pad: int, bf16: bool, steps: int) -> Callable[[], int]:
+def _training_round(model, optimizer, batches, pad: int, bf16: bool, steps: int,
+                    kernels: str = "reference") -> Callable[[], int]:
     """One round of a contender: `steps` training steps cycling through `batches`; returns its tokens."""
-    return lambda: sum(training_step(model, optimizer, batches[i % len(batches)], pad, bf16) for i in range(steps))
+    return lambda: sum(training_step(model, optimizer, batches[i % len(batches)], pad, bf16, kernels)
+                       for i in range(steps))
 
 
 def _synchronize(device: torch.device) -> None:
@@ -187,14 +189,17 @@ def run(config: BenchConfig = BenchConfig(), report: Callable[[str], None] = pri
     results: dict = {"spec": spec.name, "digest": spec.digest(), "device": describe_device(device),
                      "threads": torch.get_num_threads(),
                      "d_model": config.d_model, "layers": config.layers, "vocab": config.vocab}
-    models = {"zoo": zoo_model}
+    # zoo's reference path, zoo's fast path (the same weights: TrainConfig.kernels) and torch.nn.Transformer
+    models = {"zoo": zoo_model, "fast": copy.deepcopy(zoo_model)}
+    kernels = {"fast": "fast"}
     try:
         models["torch"] = to_torch(zoo_model).train()  # on zoo_model's device
     except NotExpressible as err:  # e.g. RMSNorm, rotary: zoo's own rates are still worth measuring
         results["no_reference"] = str(err)
 
     for precision, bf16 in (("fp32", False), ("bf16", True)):
-        contenders = {name: _training_round(m, _optimizer(m), batches, pad, bf16, config.steps_per_round)
+        contenders = {name: _training_round(m, _optimizer(m), batches, pad, bf16, config.steps_per_round,
+                                            kernels.get(name, "reference"))
                       for name, m in models.items()}
         for go in contenders.values():
             go()  # warm-up
@@ -202,8 +207,10 @@ def run(config: BenchConfig = BenchConfig(), report: Callable[[str], None] = pri
         rates = _interleaved(contenders, config.rounds, device)
         for name in models:
             results[f"train_{precision}_{name}_tok_s"] = statistics.median(rates[name])
+        results[f"train_{precision}_fast_ratio"] = _ratio(rates, "fast", "zoo")
         if "torch" in models:
             results[f"train_{precision}_ratio"] = _ratio(rates, "zoo", "torch")
+            results[f"train_{precision}_fast_torch_ratio"] = _ratio(rates, "fast", "torch")
 
     src = batches[0].src[: config.decode_batch]  # (decode_batch, S)
     greedy_steps(zoo_model, src, 4, True)

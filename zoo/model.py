@@ -163,10 +163,15 @@ class Seq2Seq(nn.Module):
         hidden = self.decoder(x, memory, self_mask.last_query(), cross_mask.last_query(), state)
         return self.output(hidden)  # (B, 1, V)
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+    def features(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """The decoder's output (B, T, D) before the output head: what the fused training loss
+        (zoo/loss_fused.py) projects to the vocabulary itself, a chunk of tokens at a time."""
         enc_mask, self_mask, cross_mask = self.masks.build(src, tgt_in, self.pad_id).for_attention()
         memory = self.encoder(self.src_embed(src), enc_mask)  # (B, S, D)
-        return self.output(self.decoder(self.tgt_embed(tgt_in), memory, self_mask, cross_mask))  # (B, T, V)
+        return self.decoder(self.tgt_embed(tgt_in), memory, self_mask, cross_mask)  # (B, T, D)
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        return self.output(self.features(src, tgt_in))  # (B, T, V)
 
     def log_probs(self, scores: Tensor) -> Tensor:
         return self.output.log_probs(scores)

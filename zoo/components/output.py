@@ -27,6 +27,9 @@ class OutputHead(nn.Module):
     """
 
     smoothing = staticmethod(uniform_smoothing)
+    # Whether log_probs(scores(z)) is exactly log_softmax(z): then the fast path may fuse the projection with the
+    # loss (zoo/loss_fused.py); a head that says nothing trains on the reference path.
+    log_softmax_of_logits = False
 
     def __init__(self, d_model: int, vocab: int, params: OutputParams, tied_weight: nn.Parameter | None = None):
         super().__init__()
@@ -55,6 +58,8 @@ registry.define_slot("output", base=OutputHead, default="logits", doc="vocabular
 class Logits(OutputHead):
     """Unnormalised scores (002, 003, torch.nn.Transformer users); the loss applies log-softmax."""
 
+    log_softmax_of_logits = True
+
     def scores(self, logits: torch.Tensor) -> torch.Tensor:
         return logits
 
@@ -67,6 +72,7 @@ class LogSoftmax(OutputHead):
     """Log-probabilities (000, 004), trained with the Annotated Transformer's KL-divergence."""
 
     smoothing = staticmethod(annotated_kl_smoothing)
+    log_softmax_of_logits = True
 
     def scores(self, logits: torch.Tensor) -> torch.Tensor:
         return F.log_softmax(logits, dim=-1)

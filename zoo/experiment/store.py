@@ -128,13 +128,20 @@ def definition(experiment, variant: str, task, seed: int) -> dict[str, Any]:
         "spec": spec.model_dump(mode="json", exclude={"name", "description", "notes"}),
         "task": task_config.model_dump(mode="json", exclude={"data_dir"}),
         "data": data_fingerprint(task_config),
-        "train": experiment.train_config(task, seed, variant).model_dump(mode="json"),
+        "train": train_definition(experiment.train_config(task, seed, variant)),
         "decode": experiment.config.decode.model_dump(mode="json"),
     }
     plugins = sources_of([spec.impl(slot) for slot in SLOTS] + task_classes(task_config))
     if plugins:  # only then: a cell of zoo's own components, task and metrics keeps the definition it always had
         defined["plugins"] = plugins
     return defined
+
+
+def train_definition(config) -> dict[str, Any]:
+    """A TrainConfig as a definition holds it. The reference kernels are left out, as they were before the
+    fast path existed: every record made before it keeps its definition and its digest (which --reuse-from
+    matches); a cell trained on the fast path says so, and is another definition."""
+    return config.model_dump(mode="json", exclude={"kernels"} if config.kernels == "reference" else None)
 
 
 def task_classes(task_config) -> list[type]:
@@ -173,7 +180,7 @@ def normalise(recorded: dict[str, Any]) -> dict[str, Any]:
     readers = {
         "spec": lambda v: validate_spec(v).model_dump(mode="json", exclude={"name", "description", "notes"}),
         "task": lambda v: TaskConfig(**v).model_dump(mode="json", exclude={"data_dir"}),
-        "train": lambda v: TrainConfig.model_validate(v).model_dump(mode="json"),
+        "train": lambda v: train_definition(TrainConfig.model_validate(v)),
         "decode": lambda v: DecodeSettings.model_validate(v).model_dump(mode="json"),
     }
     out = dict(recorded)

@@ -49,6 +49,10 @@ class TrainConfig(BaseModel):
     seed: Count = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"
     precision: Literal["fp32", "bf16"] = Field("fp32", description="bf16 = bfloat16 autocast (CPU and GPU)")
+    kernels: Literal["reference", "fast"] = Field(
+        "reference", description="fast = the output projection fused with the loss and its gradient, a chunk of "
+        "tokens at a time (zoo/loss_fused.py): the same function to float tolerance, about 1.5x the training "
+        "tokens/s at the studies' size; reference = the model's scores and zoo/loss.py, as every record before it")
     threads: Count | None = Field(None, gt=0, description="torch CPU threads; None = PyTorch's default")
 
     @model_validator(mode="after")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -23,7 +24,7 @@ from zoo.data import Task, collate, token_batches
 from zoo.decode import DecodeConfig
 from zoo.errors import DataError
 from zoo.evaluate import evaluate, validation_loss
-from zoo.loss import loss_sums
+from zoo.loss_fused import training_loss
 from zoo.rundir import METRICS, SPEC, SUMMARY, TASK, TRAIN, RunError, atomic_write, read_metrics, read_table, write_json
 from zoo.spec import ModelSpec
 from zoo.train import checkpoint as checkpoints
@@ -142,7 +143,7 @@ class Trainer:
                 raise RunError(f"{self.out} already holds a run; pass --resume to continue it, or choose another --out")
             if read_table(spec_file).get("digest") != described["digest"]:
                 raise RunError(f"{self.out} holds a run of another spec (digest differs); choose another --out")
-            if read_table(config_file) != self.config.model_dump(mode="json"):
+            if _recorded_config(config_file) != self.config:
                 raise RunError(f"{self.out} holds a run with another training config; choose another --out")
             summary = self.out / SUMMARY
             if not summary.exists():
@@ -199,9 +200,8 @@ class Trainer:
         optimizer.zero_grad(set_to_none=True)
         for batch in collated:
             src, tgt_in, tgt_out = (to_device(t, self.device) for t in batch)
-            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=c.precision == "bf16"):
-                scores = model(src, tgt_in)  # (B, T, V)
-            step_sums = loss_sums(scores, tgt_out, model.output, pad, c.label_smoothing)
+            step_sums = training_loss(model, src, tgt_in, tgt_out, pad, c.label_smoothing, kernels=c.kernels,
+                                      bf16=c.precision == "bf16")
             (step_sums.loss / total).backward()
             sums = sums + torch.stack((step_sums.loss.detach(), step_sums.nll.detach())).double()
         # the norm is logged either way; clip_norm 0 or None: measured, not clipped
@@ -320,3 +320,12 @@ class Trainer:
         return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                         TextColumn("{task.fields[loss]}"), TextColumn("{task.fields[speed]}"),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=self.console)
+
+
+def _recorded_config(path: Path) -> TrainConfig | None:
+    """A run directory's training config read by today's code (fields added since take their defaults, which
+    are what it was trained with), or None when it is not a valid one."""
+    try:
+        return TrainConfig.model_validate(read_table(path))
+    except ValidationError:
+        return None
