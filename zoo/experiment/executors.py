@@ -28,7 +28,7 @@ import threading
 import time
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from zoo.catalogue import Catalogue
 from zoo.config_io import Count, describe_error
@@ -108,6 +108,9 @@ def _preflight(load_in_worker, grid: list[Cell], where: str) -> None:
 
 
 # -- local -----------------------------------------------------------------------------------------
+CUDA_VISIBLE = "CUDA_VISIBLE_DEVICES"
+
+
 class LocalOptions(ExecutorOptions):
     workers: Count = Field(1, ge=1, description="worker processes; the CPU threads are split between them")
 
@@ -131,9 +134,28 @@ def _init_worker(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _serve(connection, parent: int) -> None:
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES names them: its entries where it is set (empty:
+    none), else every device PyTorch counts (none without CUDA)."""
+    listed = os.environ.get(CUDA_VISIBLE)
+    if listed is not None:
+        return [entry.strip() for entry in listed.split(",") if entry.strip()]
+    import torch
+
+    return [str(index) for index in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+
+
+def gpu_of_worker(index: int, gpus: list[str]) -> str | None:
+    """The GPU worker `index` trains on: the visible GPUs in turn, so N workers spread over them (worker 0 and
+    worker len(gpus) share the first); None without a GPU."""
+    return gpus[index % len(gpus)] if gpus else None
+
+
+def _serve(connection, parent: int, gpu: str | None) -> None:
     """A worker process's loop: call each (function, arguments) it is sent and send back the result, until
-    it is sent None."""
+    it is sent None. With `gpu`, that GPU is the only one it sees (as cuda:0), set before CUDA starts."""
+    if gpu is not None:
+        os.environ[CUDA_VISIBLE] = gpu
     _init_worker(parent)
     while True:
         job = connection.recv()
@@ -162,9 +184,10 @@ class _Worker:
     multiprocessing.Pool, whose starmap waits forever for the task of a worker that was killed, the caller
     watches the process itself (`sentinel`) and learns of its death at once."""
 
-    def __init__(self, context, parent: int) -> None:
+    def __init__(self, context, parent: int, gpu: str | None = None) -> None:
         self.connection, theirs = context.Pipe()
-        self.process = context.Process(target=_serve, args=(theirs, parent), daemon=True)
+        self.gpu = gpu
+        self.process = context.Process(target=_serve, args=(theirs, parent, gpu), daemon=True)
         self.process.start()
         theirs.close()
         self.cell: Cell | None = None
@@ -222,10 +245,11 @@ class Local(Executor):
 
         threads = max(1, (os.cpu_count() or 1) // workers)
         context = multiprocessing.get_context("spawn")
-        pool = [_Worker(context, os.getpid()) for _ in range(min(workers, len(todo)))]
+        gpus = visible_gpus()
+        pool = [_Worker(context, os.getpid(), gpu_of_worker(i, gpus)) for i in range(min(workers, len(todo)))]
         try:
             _preflight(lambda plugins: _probe(pool[0], plugins), todo, "a worker process")
-            self._dispatch(todo, results, wait, threads, pool, lambda: _Worker(context, os.getpid()))
+            self._dispatch(todo, results, wait, threads, pool, lambda gpu: _Worker(context, os.getpid(), gpu))
         finally:
             for worker in pool:
                 worker.stop()
@@ -256,7 +280,7 @@ class Local(Executor):
                     worker.process.join()
                     results[cell.name] = record_death(cell, death(worker.process.exitcode))
                     worker.stop()
-                    pool[index] = fresh()
+                    pool[index] = fresh(worker.gpu)  # the replacement trains on the dead worker's GPU
 
 
 def _probe(worker: _Worker, plugins: tuple[str, ...]) -> str:
@@ -273,6 +297,27 @@ def _probe(worker: _Worker, plugins: tuple[str, ...]) -> str:
 class RayOptions(ExecutorOptions):
     address: str | None = Field(None, description="an existing cluster's address; None = start a local Ray")
     threads: Count = Field(1, ge=1, description="CPUs (and torch threads) per run")
+    gpus_per_run: float = Field(0.0, ge=0, description="GPUs per run, fractional to pack runs: 0.25 puts four on a "
+                                "GPU (Ray sets each run's CUDA_VISIBLE_DEVICES); 0 = CPU runs")
+    gpu_resource: str = Field("GPU", description="the Ray resource gpus_per_run asks for: GPU, or a custom "
+                              "resource a cluster declares for its accelerators")
+
+    @field_validator("gpus_per_run")
+    @classmethod
+    def _whole_above_one(cls, value: float) -> float:
+        if value > 1 and value != int(value):
+            raise ValueError(f"gpus_per_run: {value:g} is not allowed; a run asking for more than one GPU asks "
+                             "for whole GPUs, as Ray requires (2, not 1.5)")
+        return value
+
+    def requests(self) -> dict:
+        """What each run asks Ray for: CPUs, and GPUs (or the resource standing in for them)."""
+        asked: dict = {"num_cpus": self.threads}
+        if self.gpus_per_run and self.gpu_resource == "GPU":
+            asked["num_gpus"] = self.gpus_per_run
+        elif self.gpus_per_run:
+            asked["resources"] = {self.gpu_resource: self.gpus_per_run}
+        return asked
 
 
 def _execute_for(run_pid: int, cell: Cell, threads: int, wait: bool):
@@ -293,13 +338,13 @@ class Ray(Executor):
             import ray
         except ImportError:
             raise ExecutorError("executor: 'ray' needs the ray extra: pip install '.[ray]'") from None
-        threads = self.options.threads
+        threads, asked = self.options.threads, self.options.requests()
         ray.init(address=self.options.address, ignore_reinit_error=True, include_dashboard=False,
                  log_to_driver=False)
-        _preflight(lambda plugins: ray.get(ray.remote(num_cpus=threads)(_load_plugins).remote(plugins)), grid,
-                   "a Ray worker")
+        self._check_resources(ray.cluster_resources(), asked)
+        _preflight(lambda plugins: ray.get(ray.remote(**asked)(_load_plugins).remote(plugins)), grid, "a Ray worker")
         # no retries: a cell whose worker died gets a failed record saying so; `zoo run` again retries it
-        remote = ray.remote(num_cpus=threads, max_retries=0)(_execute_for)
+        remote = ray.remote(max_retries=0, **asked)(_execute_for)
         run_pid = os.getpid()
         pending = {remote.remote(run_pid, cell, threads, True): cell for cell in grid}
         while pending:
@@ -310,6 +355,17 @@ class Ray(Executor):
                     results[cell.name] = ray.get(ref)
                 except ray.exceptions.RayError as err:  # the worker died (killed, out of memory) or Ray lost it
                     results[cell.name] = record_death(cell, ray_death(err))
+
+
+    def _check_resources(self, cluster: dict, asked: dict) -> None:
+        """One line where no node of the cluster could ever take a run (Ray would wait for it forever)."""
+        wanted = {"CPU": asked["num_cpus"], "GPU": asked.get("num_gpus", 0), **asked.get("resources", {})}
+        for name, amount in wanted.items():
+            if amount and cluster.get(name, 0) < amount:
+                flag = {"CPU": "--threads"}.get(name, "--executor-option gpus_per_run=...")
+                raise ExecutorError(f"executor ray: each run asks for {amount:g} {name}, but the cluster has "
+                                    f"{cluster.get(name, 0):g} ({flag}; a cluster declares custom resources with "
+                                    "`ray start --resources`)")
 
 
 def ray_death(err: Exception) -> str:
