@@ -94,6 +94,30 @@ class Pending:
     values: torch.Tensor  # (3,) float64: loss sum, NLL sum, gradient norm
 
 
+class _Log:
+    """The run's metrics.jsonl, appended a line at a time and flushed (a kill loses no written line), mirrored to
+    TensorBoard while training when `log_to` names a folder."""
+
+    def __init__(self, path: Path, log_to: Path | None):
+        self.path, self.log_to = path, log_to
+
+    def __enter__(self) -> _Log:
+        self.file = open(self.path, "a")
+        self.mirror = LiveTensorBoard(self.log_to) if self.log_to is not None else None
+        return self
+
+    def write(self, row: dict[str, Any]) -> None:
+        self.file.write(json.dumps(row) + "\n")
+        self.file.flush()
+        if self.mirror is not None:
+            self.mirror.log(row)
+
+    def __exit__(self, *exc: object) -> None:
+        self.file.close()
+        if self.mirror is not None:
+            self.mirror.close()
+
+
 def select_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -220,51 +244,26 @@ class Trainer:
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
+        """Train to the budget, resuming from the run directory's last checkpoint; returns the summary it writes."""
         finished = self._prepare()
         if finished is not None:
             return finished
-        c = self.config
-        if c.threads:
-            torch.set_num_threads(c.threads)
-        model = build(self.spec, seed=c.seed).to(self.device)
-        optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=c.betas, eps=c.eps, weight_decay=c.weight_decay)
-        pos = Position()
-        torch.manual_seed(c.seed)  # dropout
-        metrics_file, checkpoint_file = self.out / METRICS, self.out / checkpoints.FILE
-        latest = checkpoints.find(self.out)
-        if latest is not None:
-            state = checkpoints.load(latest)
-            checkpoints.restore(state, model, optimizer)
-            pos = Position.restored(state.position, latest)
-        # Lines logged after the checkpoint are replayed identically; drop them so none is doubled.
-        kept = [row for row in read_metrics(metrics_file) if row["step"] <= pos.step]
-        atomic_write(metrics_file, "".join(json.dumps(row) + "\n" for row in kept))
+        model, optimizer, pos, kept = self._start()
 
         def checkpoint() -> None:
-            checkpoints.save(checkpoint_file, model, optimizer, asdict(pos), self.spec.digest())
+            checkpoints.save(self.out / checkpoints.FILE, model, optimizer, asdict(pos), self.spec.digest())
 
         summary: dict[str, Any] = {"status": "complete", "reason": ""}
         # A run killed after its final checkpoint has nothing left to train: its final evaluation is the logged one.
         last_eval = next((row for row in reversed(kept) if row.get("event") == "eval"), None)
         model.train()
-        mirror = None
-        if self.log_to is not None:
-            mirror = LiveTensorBoard(self.log_to)
-
-        def write(log, row: dict[str, Any]) -> None:
-            log.write(json.dumps(row) + "\n")
-            log.flush()
-            if mirror is not None:
-                mirror.log(row)
-
-        interval, pending = Interval(), []
-        with open(metrics_file, "a") as log, self._progress() as bar:
+        c, pending = self.config, []
+        with _Log(self.out / METRICS, self.log_to) as log, self._progress() as bar:
             task_bar = bar.add_task("training", total=1000, loss="", speed="") if bar else None
             window_start, window_seconds = time.perf_counter(), pos.seconds
             while self._fraction(pos) < 1.0:
                 started = time.perf_counter()
-                group = self._next_group(pos)
-                values, tokens, lr = self._step(model, optimizer, group, pos)
+                values, tokens, lr = self._step(model, optimizer, self._next_group(pos), pos)
                 # host time until the next read-back, which replaces it with the window's wall time
                 pos.step, pos.tokens = pos.step + 1, pos.tokens + tokens
                 pos.seconds += time.perf_counter() - started
@@ -275,40 +274,71 @@ class Trainer:
                 if not (pos.step % c.log_interval == 0 or evaluating or checkpointing):
                     continue
                 # a line at every checkpoint too: a resumed run then logs exactly the lines of an uninterrupted one
-                numbers = torch.stack([p.values for p in pending]).tolist()  # (steps, 3): waits for the device
                 pos.seconds = window_seconds + (time.perf_counter() - window_start)
-                interval.seconds = pos.seconds - window_seconds
-                finite: Pending | None = None  # the last step with a finite loss
-                for step, (loss_sum, nll_sum, grad_norm) in zip(pending, numbers):
-                    if not math.isfinite(loss_sum):
-                        if finite is not None:  # the finite steps before it, up to the last one
-                            write(log, interval.row(finite.pos, finite.epochs))
-                        loss, pos = loss_sum / step.tokens, step.pos
-                        summary = {"status": "diverged", "reason": f"diverged at step {pos.step}: loss is {loss}"}
-                        write(log, {"event": "diverged", "step": pos.step, "loss": str(loss)})
-                        break
-                    interval.add(loss_sum, nll_sum, grad_norm, step.tokens, step.lr)
-                    finite = step
-                if summary["status"] == "diverged":
+                row, diverged = self._read_back(pending, pos, pos.seconds - window_seconds, log)
+                pending = []
+                if diverged is not None:
+                    summary, pos = diverged
                     break
-                row, interval, pending = interval.row(pos, self._epochs_done(pos)), Interval(), []
-                write(log, row)
                 if bar is not None:
                     bar.update(task_bar, completed=1000 * self._fraction(pos),
                                loss=f"loss {row['loss']:.3f}", speed=f"{row['tok_per_s']:,.0f} tok/s")
                 if evaluating:
                     last_eval = self._evaluate(model, pos)
-                    write(log, last_eval)
+                    log.write(last_eval)
                 if checkpointing:
                     checkpoint()
                 window_start, window_seconds = time.perf_counter(), pos.seconds
+        return self._finish(summary, model, pos, last_eval)
+
+    def _start(self) -> tuple[torch.nn.Module, torch.optim.Optimizer, Position, list[dict[str, Any]]]:
+        """The model and optimizer, restored from the last checkpoint if there is one, the position reached, and
+        the metric lines logged up to it (the file keeps only those: lines after it are replayed identically)."""
+        c = self.config
+        if c.threads:
+            torch.set_num_threads(c.threads)
+        model = build(self.spec, seed=c.seed).to(self.device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=c.betas, eps=c.eps, weight_decay=c.weight_decay)
+        pos = Position()
+        torch.manual_seed(c.seed)  # dropout
+        latest = checkpoints.find(self.out)
+        if latest is not None:
+            state = checkpoints.load(latest)
+            checkpoints.restore(state, model, optimizer)
+            pos = Position.restored(state.position, latest)
+        metrics_file = self.out / METRICS
+        kept = [row for row in read_metrics(metrics_file) if row["step"] <= pos.step]
+        atomic_write(metrics_file, "".join(json.dumps(row) + "\n" for row in kept))
+        return model, optimizer, pos, kept
+
+    def _read_back(self, pending: list[Pending], pos: Position, seconds: float,
+                   log: _Log) -> tuple[dict[str, Any], tuple[dict[str, Any], Position] | None]:
+        """Read the pending steps' numbers back from the device (this waits for it) and log their line; where a
+        step's loss is not finite, log the finite steps before it and the divergence instead, and return the
+        diverged summary with the position of the step that diverged."""
+        numbers = torch.stack([p.values for p in pending]).tolist()  # (steps, 3): waits for the device
+        interval = Interval(seconds=seconds)
+        finite: Pending | None = None  # the last step with a finite loss
+        for step, (loss_sum, nll_sum, grad_norm) in zip(pending, numbers):
+            if not math.isfinite(loss_sum):
+                if finite is not None:  # the finite steps before it, up to the last one
+                    log.write(interval.row(finite.pos, finite.epochs))
+                loss = loss_sum / step.tokens
+                log.write({"event": "diverged", "step": step.pos.step, "loss": str(loss)})
+                return {}, ({"status": "diverged", "reason": f"diverged at step {step.pos.step}: loss is {loss}"},
+                            step.pos)
+            interval.add(loss_sum, nll_sum, grad_norm, step.tokens, step.lr)
+            finite = step
+        row = interval.row(pos, self._epochs_done(pos))
+        log.write(row)
+        return row, None
+
+    def _finish(self, summary: dict[str, Any], model, pos: Position, last_eval: dict[str, Any] | None) -> dict:
         summary.update({
             "spec_digest": self.spec.digest(), "parameters": model.num_parameters(), "steps": pos.step,
             "epochs": round(self._epochs_done(pos), 4), "tokens": pos.tokens, "train_seconds": round(pos.seconds, 2),
-            "device": describe_device(self.device), "precision": c.precision, "final": last_eval,
+            "device": describe_device(self.device), "precision": self.config.precision, "final": last_eval,
         })
-        if mirror is not None:
-            mirror.close()
         write_json(self.out / SUMMARY, summary)
         return summary
 
