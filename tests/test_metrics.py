@@ -82,3 +82,20 @@ def test_a_plugin_metric_no_task_of_the_experiment_uses_adds_no_results_column()
     finally:
         metrics.METRICS.unregister("unused-check")
         metrics.get.cache_clear()
+
+
+@pytest.mark.parametrize(("name", "width"), [("bleu", 10), ("bleu_lowercase", 10), ("chrf", 18)])
+def test_vectorised_corpus_scores_are_sacrebleus_to_the_bit(name, width):
+    """The bootstrap scores resamples many at a time (metrics.from_totals on (..., k)); each must be exactly what
+    sacreBLEU computes from the same totals, edge cases included (no matches, an order with no n-grams, an empty
+    system, a short system, chrF orders with no hypothesis or reference n-grams)."""
+    import numpy as np
+
+    metric = metrics.get(name)
+    rows = np.random.default_rng(1).integers(0, 40, size=(5000, width)).astype(float)
+    rows[::7, 2:6], rows[::11, 6:], rows[::13, 0], rows[::17, 7], rows[::5, 2] = 0, 0, 0, 0, 0
+    rows[::3, ::3], rows[::4, 1::3] = 0, 0
+    expected = np.array([metric._scorer()._compute_score_from_stats(list(row)).score for row in rows])
+    np.testing.assert_array_equal(metric.from_totals(rows), expected)
+    np.testing.assert_array_equal(metric.from_totals(rows.reshape(50, 100, width)), expected.reshape(50, 100))
+    assert metric.vectorised

@@ -137,12 +137,36 @@ def genericize(model: nn.Module, generator: torch.Generator, scale: float = 0.1)
             param.add_(noise * (scale * magnitude))
 
 
+@dataclass
+class Reference:
+    """Side A of equivalence checks: its model (built with the seed, then made generic) in eval mode, the
+    random batches, and A's log-probabilities on them. They depend on A's spec and the seed alone, so one
+    Reference serves every B that A is compared with (an equivalence matrix builds each variant once)."""
+
+    spec: ModelSpec
+    model: nn.Module
+    batches: list[tuple[Tensor, Tensor]]  # (src (B, S), tgt_in (B, T))
+    log_probs: list[Tensor]  # (B, T, V) each
+
+
+def reference(spec_a: ModelSpec, seed: int = 0, batches: int = 3) -> Reference:
+    generator = torch.Generator().manual_seed(seed)
+    model_a = build(spec_a, seed=seed)
+    genericize(model_a, generator)
+    model_a.eval()
+    drawn = [random_batch(spec_a, generator) for _ in range(batches)]
+    with torch.no_grad():
+        log_a = [model_a.log_probs(model_a(src, tgt_in)) for src, tgt_in in drawn]
+    return Reference(spec_a, model_a, drawn, log_a)
+
+
 def equivalence(spec_a: ModelSpec | str | Path, spec_b: ModelSpec | str | Path, seed: int = 0, *,
-                batches: int = 3, tolerance: float = 1e-5) -> Verdict:
+                batches: int = 3, tolerance: float = 1e-5, side_a: Reference | None = None) -> Verdict:
     """Build A (seed, then generic weights), transplant into B, compare log-probabilities in eval mode.
 
     Compared on random right-padded batches with no fully padded row, at every non-padding target
     position, in float32. Equivalent when the largest absolute difference is at most `tolerance`.
+    `side_a`: A already built for this spec and seed (`reference`), to compare with many B.
     """
     spec_a = spec_a if isinstance(spec_a, ModelSpec) else load_spec(spec_a)
     spec_b = spec_b if isinstance(spec_b, ModelSpec) else load_spec(spec_b)
@@ -151,21 +175,17 @@ def equivalence(spec_a: ModelSpec | str | Path, spec_b: ModelSpec | str | Path, 
             return Verdict(False, math.inf, f"{field_name} differs ({getattr(spec_a, field_name)} vs "
                            f"{getattr(spec_b, field_name)}): the two models do not share an input/output space",
                            tolerance)
-    generator = torch.Generator().manual_seed(seed)
-    model_a = build(spec_a, seed=seed)
-    genericize(model_a, generator)
+    side_a = side_a or reference(spec_a, seed, batches)
     try:
-        model_b = transplant(model_a, spec_b, strict=False)
+        model_b = transplant(side_a.model, spec_b, strict=False)
     except NotTransplantable as err:
         return Verdict(False, math.inf, f"not transplantable: {err}", tolerance)
     report = model_b.transplant_report
-    model_a.eval(), model_b.eval()
+    model_b.eval()
 
     worst, positions = 0.0, 0
     with torch.no_grad():
-        for _ in range(batches):
-            src, tgt_in = random_batch(spec_a, generator)
-            log_a = model_a.log_probs(model_a(src, tgt_in))  # (B, T, V)
+        for (src, tgt_in), log_a in zip(side_a.batches, side_a.log_probs):
             log_b = model_b.log_probs(model_b(src, tgt_in))
             real = tgt_in.ne(spec_a.pad_id)  # (B, T) compare where the target is not padding
             same = log_a == log_b  # also where both are -inf (a probability head underflowing)

@@ -19,6 +19,7 @@ A plugin adds one like any other entry:
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from typing import Any, ClassVar
 
@@ -88,6 +89,11 @@ def is_builtin(name: str) -> bool:
 
 
 # -- zoo's own ----------------------------------------------------------------------------------------
+# sacreBLEU's own log (utils.my_log: 0 floored to -9999999999) and math.exp, element by element: numpy's SIMD
+# log and exp may differ from libm's in the last bit, and a resampled score must be sacreBLEU's to the bit.
+_log = np.vectorize(lambda x: -9999999999.0 if x == 0.0 else math.log(x), otypes=[float])
+_exp = np.vectorize(math.exp, otypes=[float])
+
 class _SacreBleuMetric(Metric):
     """A sacreBLEU metric: sentence statistics are sacreBLEU's own sufficient statistics."""
 
@@ -109,8 +115,21 @@ class _SacreBleuMetric(Metric):
         scorer.corpus_score(["x"], [["x"]])  # a signature needs the number of references
         return str(scorer.get_signature())
 
-    def from_totals(self, totals: Any) -> float:
-        return self._scorer()._compute_score_from_stats(list(totals)).score
+    def from_totals(self, totals: Any) -> Any:
+        """sacreBLEU's corpus score of each row of totals (..., k), as its `_compute_score_from_stats` gives it,
+        float for float: the bootstrap asks for hundreds of thousands of them, one Python call each otherwise."""
+        rows = np.asarray(totals, dtype=float)
+        flat = rows.reshape(-1, rows.shape[-1])
+        scores = self._scores(flat) if self._replicated() else np.array(
+            [self._scorer()._compute_score_from_stats(list(row)).score for row in flat], dtype=float)
+        return scores.reshape(rows.shape[:-1])
+
+    def _replicated(self) -> bool:
+        """Whether `_scores` replicates this scorer's configuration (else sacreBLEU scores row by row)."""
+        return False
+
+    def _scores(self, flat: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
 
 
 @register_metric("bleu")
@@ -118,12 +137,38 @@ class Bleu(_SacreBleuMetric):
     """Corpus BLEU, cased, sacreBLEU's default 13a tokenization."""
 
     label, unit, stall_floor, effect = "BLEU", "BLEU points", 1.0, 1.0
+    vectorised = True
 
     @cache  # noqa: B019 (one scorer per metric; metrics are few and live as long as the process)
     def _scorer(self):
         from sacrebleu.metrics import BLEU
 
         return BLEU()
+
+    def _replicated(self) -> bool:
+        scorer = self._scorer()
+        return scorer.smooth_method == "exp" and not scorer.effective_order
+
+    def _scores(self, flat: np.ndarray) -> np.ndarray:
+        """sacreBLEU's BLEU.compute_bleu (exp smoothing, no effective order) over rows [sys_len, ref_len,
+        correct_1..N, total_1..N], each operation in its order, and its logs and exps by `math` itself."""
+        order = self._scorer().max_ngram_order
+        sys_len, ref_len = np.trunc(flat[:, 0]), np.trunc(flat[:, 1])
+        correct, total = flat[:, 2:2 + order], flat[:, 2 + order:]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bp = np.where(sys_len < ref_len, np.where(sys_len > 0, _exp(1 - ref_len / sys_len), 0.0), 1.0)
+            precisions, smooth, counted = np.zeros_like(correct), np.ones(len(flat)), np.ones(len(flat), bool)
+            for n in range(order):
+                counted &= total[:, n] != 0  # sacreBLEU stops at the first order with no n-grams
+                unmatched = counted & (correct[:, n] == 0)
+                smooth = np.where(unmatched, smooth * 2, smooth)
+                precisions[:, n] = np.where(unmatched, 100.0 / (smooth * total[:, n]),
+                                            np.where(counted, 100.0 * correct[:, n] / total[:, n], 0.0))
+        logs = _log(precisions)
+        summed = logs[:, 0]
+        for n in range(1, order):  # Python's sum(), left to right
+            summed = summed + logs[:, n]
+        return np.where(correct.any(axis=1), bp * _exp(summed / order), 0.0)
 
 
 @register_metric("bleu_lowercase")
@@ -144,12 +189,35 @@ class ChrF(_SacreBleuMetric):
     """Corpus chrF (character 6-grams, beta 2), sacreBLEU's defaults."""
 
     label, unit, stall_floor, effect = "chrF", "chrF points", 10.0, 1.0
+    vectorised = True
 
     @cache  # noqa: B019
     def _scorer(self):
         from sacrebleu.metrics import CHRF
 
         return CHRF()
+
+    def _replicated(self) -> bool:
+        return not self._scorer().eps_smoothing
+
+    def _scores(self, flat: np.ndarray) -> np.ndarray:
+        """sacreBLEU's CHRF._compute_f_score (effective-order smoothing) over rows of [hyp, ref, match] counts
+        per order, each operation in its order."""
+        scorer = self._scorer()
+        factor, eps = scorer.beta ** 2, 1e-16
+        avg_prec, avg_rec, effective = np.zeros(len(flat)), np.zeros(len(flat)), np.zeros(len(flat), dtype=int)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for i in range(scorer.order):
+                hyp, ref, match = flat[:, 3 * i], flat[:, 3 * i + 1], flat[:, 3 * i + 2]
+                prec, rec = np.where(hyp > 0, match / hyp, eps), np.where(ref > 0, match / ref, eps)
+                both = (hyp > 0) & (ref > 0)
+                avg_prec, avg_rec = np.where(both, avg_prec + prec, avg_prec), np.where(both, avg_rec + rec, avg_rec)
+                effective += both
+            avg_prec = np.where(effective > 0, avg_prec / effective, 0.0)
+            avg_rec = np.where(effective > 0, avg_rec / effective, 0.0)
+            score = (1 + factor) * avg_prec * avg_rec
+            score = score / ((factor * avg_prec) + avg_rec)
+        return np.where(avg_prec + avg_rec != 0, 100 * score, 0.0)
 
 
 @register_metric("exact_match")

@@ -150,20 +150,35 @@ def collect(experiment: Experiment, records: Records) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(columns(experiment)))
 
 
-def curves(records: Records) -> pd.DataFrame:
-    """Long table of the recorded curves: variant, task, seed, step, kind ('train'|'eval'), and the
-    logged values (loss and nll for training rows; valid_* and metrics for evaluation rows)."""
-    frames = []
-    for (variant, task, seed), record in records.by_cell.items():
+def curves(records: Records, task: str | None = None) -> pd.DataFrame:
+    """Long table of the recorded curves (of `task`'s cells, or of all): variant, task, seed, step, kind
+    ('train'|'eval'), and the logged values (loss and nll for training rows; valid_* and metrics for evaluation
+    rows). Built column by column from the records' lists, one DataFrame in all (a frame per record and kind
+    cost seconds on the ablations' 280 records)."""
+    columns: dict[str, list] = {}
+    labels: dict[str, list] = {"variant": [], "task": [], "seed": [], "kind": []}
+    rows = 0
+    for (variant, key, seed), record in records.by_cell.items():
+        if task is not None and key != task:
+            continue
         for kind in ("train", "eval"):
-            columns = getattr(record.curves, kind) if record.curves is not None else {}
-            if not columns.get("step"):
+            logged = getattr(record.curves, kind) if record.curves is not None else {}
+            length = len(logged.get("step") or [])
+            if not length:
                 continue
-            table = pd.DataFrame({k: pd.to_numeric(pd.Series(v), errors="coerce") for k, v in columns.items()})
-            frames.append(table.assign(variant=variant, task=task, seed=seed, kind=kind))
-    if not frames:
+            for name, values in logged.items():
+                columns.setdefault(name, [None] * rows).extend(values)
+            for name, values in columns.items():
+                if name not in logged:
+                    values.extend([None] * length)
+            for name, value in zip(labels, (variant, key, seed, kind)):
+                labels[name].extend([value] * length)
+            rows += length
+    if not rows:
         return pd.DataFrame(columns=["variant", "task", "seed", "step", "kind", "loss", "nll"])
-    return pd.concat(frames, ignore_index=True)
+    numbers = {name: pd.to_numeric(pd.Series(values, dtype=object), errors="coerce")
+               for name, values in columns.items()}
+    return pd.DataFrame({**numbers, **labels})
 
 
 def sentence_stats(records: Records, variant: str, task: str, seed: int, metric: str) -> np.ndarray | None:

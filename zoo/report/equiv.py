@@ -22,12 +22,13 @@ a difference between the two is never erased.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import torch
 
 from zoo.build import build
-from zoo.equivalence import Verdict, equivalence
+from zoo.equivalence import Reference, Verdict, equivalence, reference
 from zoo.errors import SpecError
 from zoo.experiment import Experiment
 from zoo.report.collect import Records, record_path
@@ -106,8 +107,14 @@ def training_fields(spec: ModelSpec) -> dict[str, object]:
     return fields
 
 
+@functools.lru_cache(maxsize=None)
+def _counted(spec_json: str) -> int:
+    return build(ModelSpec.model_validate_json(spec_json), device="meta").num_parameters()
+
+
 def _parameters(spec: ModelSpec) -> int:
-    return build(spec, device="meta").num_parameters()
+    """The spec's parameter count, built once per spec however many pairs ask (on the meta device: no memory)."""
+    return _counted(spec.model_dump_json())
 
 
 def _pair(a: ModelSpec, b: ModelSpec) -> tuple[ModelSpec, ModelSpec, str]:
@@ -153,6 +160,7 @@ def _matrix(experiment: Experiment, records: Records, seed: int) -> Matrix:
     training = {v.label: {**dict(v.train), **training_fields(specs[v.label][0])} for v in experiment.config.variants}
     matrix = Matrix(labels, {}, {label: source for label, (_, source) in specs.items()}, training=training)
     checked, noted = [], {}  # note -> the unordered pairs it applies to
+    sides: dict[str, Reference] = {}  # side A per (paired) spec: each variant is built once, not once per pair
     for a in labels:
         for b in labels:
             if a == b:
@@ -162,7 +170,10 @@ def _matrix(experiment: Experiment, records: Records, seed: int) -> Matrix:
                 checked.append(f"{a} vs {b}")
                 if note:
                     noted.setdefault(note, []).append(f"{a} vs {b}")
-            matrix.verdicts[(a, b)] = equivalence(spec_a, spec_b, seed=seed)
+            key = spec_a.model_dump_json()
+            if key not in sides:
+                sides[key] = reference(spec_a, seed)
+            matrix.verdicts[(a, b)] = equivalence(spec_a, spec_b, seed=seed, side_a=sides[key])
     for note, pairs in noted.items():
         matrix.notes.append(f"every pair checked: {note}" if pairs == checked else f"{', '.join(pairs)}: {note}")
     return matrix
