@@ -20,11 +20,12 @@ import pytest
 from scipy import stats as scipy_stats
 
 from zoo.cli import main
-from zoo.experiment import load_experiment, store
+from zoo.experiment import load_experiment
 from zoo.experiment import record as records
 from zoo.report import analyse, build_report
 from zoo.report.collect import record_path
 from zoo.report.findings import CONFIRMED, CONTRADICTED, UNTESTABLE
+from zoo.report.growth import fabricated
 
 EXPERIMENT = """
 name = "fake"
@@ -115,35 +116,9 @@ def fabricate(experiment, root: Path, variant: str, seed: int, value: float | No
               valid: float | None = None, steps: int = 400, task_index: int = 0) -> None:
     """A record of cell (variant, task, seed) as `zoo run` would write it, with test exact match `value`
     (None: diverged); `source` names the variant whose definition it claims (for bit-identical copies)."""
-    task = experiment.config.tasks[task_index]
-    definition = store.definition(experiment, variant, task, seed)
-    definition["train"]["steps"] = steps
-    head = records.base({"experiment": "fake", "variant": variant, "task": task.key, "seed": seed}, definition,
-                        store.digest(definition), 1).model_dump()
-    label = source or variant
-    evals = {"step": [100, 200, 300, 400]}
-    if value is None:
-        record = {**head, "status": "diverged", "reason": "diverged at step 7", "summary": {"steps": 7},
-                  "spec": experiment.specs[variant].model_dump(mode="json"), "final": None,
-                  "curves": {"train": {"step": [1], "loss": [9.0], "nll": [9.5]}, "eval": {}}}
-    else:
-        final = value if valid is None else valid
-        curve = [final / 4, final / 2, final * 0.9, final]
-        hits = round(value * SENTENCES / 100)
-        matches = [1] * hits + [0] * (SENTENCES - hits)
-        rng = np.random.default_rng(hash((label, seed)) % 2**32)
-        rng.shuffle(matches)
-        record = {**head, "status": "complete", "reason": "",
-                  "summary": {"parameters": 1000 + (label == "prenorm"), "steps": steps, "tokens": 8000,
-                              "train_seconds": 10.0, "device": "cpu"},
-                  "spec": experiment.specs[variant].model_dump(mode="json"),
-                  "final": {"exact_match": final, "valid_ppl": 2.0 + seed / 10, "valid_loss": 1.0},
-                  "curves": {"train": {"step": [1, 2], "loss": [3.0, 2.0 + seed / 100], "nll": [2.5, 1.5 + seed / 100]},
-                             "eval": {**evals, "exact_match": curve}},
-                  "test": {"exact_match": float(value), "token_accuracy": float(value), "ppl": 2.0},
-                  "hypotheses": [f"h{i}" for i in range(SENTENCES)],
-                  "sentences": {"exact_match": matches}, "signatures": {}}
-    records.write(record_path(root, variant, task.key, seed), records.Record.model_validate(record))
+    record = fabricated(experiment, variant, seed, value, task_index=task_index, valid=valid, steps=steps,
+                        label=source, sentences=SENTENCES)
+    records.write(record_path(root, variant, experiment.config.tasks[task_index].key, seed), record)
 
 
 @pytest.fixture(scope="module")
