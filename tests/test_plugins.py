@@ -528,3 +528,23 @@ def test_worker_processes_define_cells_as_zoo_run_does(tmp_path, new_process, mo
     for variant in ("plugged", "linear"):
         record = __import__("json").loads((out / "records" / variant / "copy" / "seed-0.json").read_text())
         assert list(record["definition"]["plugins"]) == ["plugin_pkg"]
+
+
+def test_zoo_check_of_a_plugin_checks_what_its_helper_registered_and_the_built_ins_it_changed(tmp_path, new_process,
+                                                                                             capsys, monkeypatch):
+    """`zoo check PLUGIN` picks the entries whose code the plugin brought or changed (Plugin.touches), not those of
+    its top-level module alone: a component a helper outside the plugin registered, and the built-in it patched."""
+    from zoo.cli import main
+    from zoo.components.ffn import LinearFFN
+
+    monkeypatch.setattr(LinearFFN, "forward", LinearFFN.forward)  # the original comes back at the end
+    helpers, package = tmp_path / "helpers", tmp_path / "checked_pkg"
+    helpers.mkdir()
+    package.mkdir()
+    (helpers / "checked_helper.py").write_text(textwrap.dedent(FFN.format(name="checked-helper")))
+    (package / "__init__.py").write_text(f"import sys\n\nsys.path.insert(0, {str(helpers)!r})\nimport checked_helper\n"
+                                         + textwrap.dedent(PATCH_LINEAR.format(version=1)))
+    assert main(["check", str(package)]) == 0
+    out = capsys.readouterr().out
+    assert "ffn.checked-helper: passed" in out and "ffn.linear: passed" in out, out
+    assert "ffn.conv1d" not in out and "2 of 2 entries keep every contract" in out

@@ -234,29 +234,30 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _check_subjects(target: str) -> list[tuple[str, int, Callable[[], list[tuple[str, str]]]]]:
     """(qualified name, number of contracts, run them) for each entry TARGET names: a 'slot.name', 'task.name' or
-    'metric.name' pattern, or a plugin, whose components, tasks and metrics are all checked."""
+    'metric.name' pattern, or a plugin, whose components, tasks and metrics are all checked, with those a helper
+    module it imported registered and the built-ins it changed (zoo.plugins.Plugin.touches)."""
     from zoo import metrics, testing, testing_data
     from zoo.data import TASKS
     from zoo.plugins import load
 
     head = target.split(".")[0]
     if "*" in target or head in registry.slots() or head in ("task", "metric"):
-        def wanted(qualified: str, module: str) -> bool:
+        def wanted(qualified: str, cls: type) -> bool:
             return fnmatch.fnmatchcase(qualified, target)
     else:
-        plugin = load(target).module.split(".")[0]  # a plugin path or module: check what it registers
+        plugin = load(target)  # a plugin path or module: check everything whose code it brought or changed
 
-        def wanted(qualified: str, module: str) -> bool:
-            return module.split(".")[0] == plugin
+        def wanted(qualified: str, cls: type) -> bool:
+            return plugin.touches(cls)
 
     subjects = [(e.qualified, len(testing.contracts_for(e)), functools.partial(testing.check, e))
-                for e in registry.entries() if wanted(e.qualified, e.impl.__module__)]
+                for e in registry.entries() if wanted(e.qualified, e.impl)]
     subjects += [(f"task.{name}", len(testing_data.task_contracts(name)),
                   functools.partial(testing_data.check_task, name))
-                 for name in TASKS.names() if wanted(f"task.{name}", TASKS.get(name).__module__)]
+                 for name in TASKS.names() if wanted(f"task.{name}", TASKS.get(name))]
     subjects += [(f"metric.{name}", len(testing_data.metric_contracts(name)),
                   functools.partial(testing_data.check_metric, name))
-                 for name in metrics.names() if wanted(f"metric.{name}", metrics.METRICS.get(name).__module__)]
+                 for name in metrics.names() if wanted(f"metric.{name}", metrics.METRICS.get(name))]
     return subjects
 
 
