@@ -97,3 +97,31 @@ checkpoint_interval = 2
 device = "cpu"
 threads = 1
 """
+
+
+def ffn_plugin(name: str, forward: str = "return self.w(x)", prelude: str = "", init: str = "") -> str:
+    """The source of a plugin file registering ffn.`name`: a FeedForward with one Linear `w`, whose forward runs
+    `forward` (its body, unindented) after `init` ran in __init__; `prelude` goes at module level (imports, helpers).
+    What a user would write from examples/, for tests of what zoo does with a plugin's code."""
+    def body(code: str) -> str:
+        return "".join(f"        {line}\n" if line else "\n" for line in code.strip("\n").splitlines())
+
+    return f'''
+import os
+import signal
+import sys
+
+from torch import nn
+
+from zoo import register
+from zoo.components.ffn import FeedForward, FFNParams
+{prelude}
+
+@register("ffn", "{name}", params=FFNParams)
+class Plugged(FeedForward):
+    def __init__(self, d_model, d_ff, params, dropout):
+        super().__init__(d_model, d_ff, params, dropout)
+        self.w = nn.Linear(d_model, d_model)
+{body(init)}
+    def forward(self, x):
+{body(forward)}'''

@@ -11,7 +11,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import tiny_experiment
+from conftest import ffn_plugin, tiny_experiment
 
 from zoo.experiment import load_experiment
 from zoo.experiment.executors import CUDA_VISIBLE, ExecutorError, _Worker, create, gpu_of_worker, visible_gpus
@@ -49,28 +49,12 @@ def test_a_worker_sees_only_its_gpu():
 
 # A plugin FFN that notes, per training process, which GPUs it was given: the workers' assignment, seen from
 # inside the cells they train.
-NOTING_FFN = '''
-import os
-
-from torch import nn
-
-from zoo import register
-from zoo.components.ffn import FeedForward, FFNParams
-
-
-@register("ffn", "noting", params=FFNParams)
-class Noting(FeedForward):
-    def __init__(self, d_model, d_ff, params, dropout):
-        super().__init__(d_model, d_ff, params, dropout)
-        self.w = nn.Linear(d_model, d_model)
-        folder = os.environ.get("ZOO_TEST_NOTES")
-        if folder:
-            with open(os.path.join(folder, str(os.getpid())), "w") as note:
-                note.write(os.environ.get("CUDA_VISIBLE_DEVICES", "unset"))
-
-    def forward(self, x):
-        return self.w(x)
-'''
+NOTING_FFN = ffn_plugin("noting", init="""
+folder = os.environ.get("ZOO_TEST_NOTES")
+if folder:
+    with open(os.path.join(folder, str(os.getpid())), "w") as note:
+        note.write(os.environ.get("CUDA_VISIBLE_DEVICES", "unset"))
+""")
 
 
 @pytest.mark.timeout(300)

@@ -18,7 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import tiny_experiment
+from conftest import ffn_plugin, tiny_experiment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -74,30 +74,15 @@ def test_a_plugin_failing_at_import_is_one_line_and_exit_2(tmp_path, capsys, kin
 # -- in a component's forward ----------------------------------------------------------------------
 # An FFN whose forward runs {failure} while `when` holds: "self.training" once the cell trains (after `zoo run`
 # checked the component in eval mode), "True" from the first call (the check before the grid meets it).
-FFN = """
-import sys
-
-from torch import nn
-
-from zoo import register
-from zoo.components.ffn import FeedForward, FFNParams
-
+FFN = ffn_plugin("fuzzed", prelude="""
 
 class Halt(BaseException):
     pass
-
-
-@register("ffn", "fuzzed", params=FFNParams)
-class Fuzzed(FeedForward):
-    def __init__(self, d_model, d_ff, params, dropout):
-        super().__init__(d_model, d_ff, params, dropout)
-        self.w = nn.Linear(d_model, d_model)
-
-    def forward(self, x):
-        if {when}:
-            {failure}
-        return self.w(x)
-"""
+""", forward="""
+if {when}:
+    {failure}
+return self.w(x)
+""")
 
 
 UNPRINTABLE = "raise type('Odd', (Exception,), {'__str__': lambda self: 1 / 0})()"

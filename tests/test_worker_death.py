@@ -13,20 +13,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import tiny_experiment
+from conftest import ffn_plugin, tiny_experiment
 
 # An FFN whose forward ends its process the first time it trains (not while `zoo run` checks the plugin's
 # components before the grid starts): the marker file makes it once per grid.
-DYING_FFN = '''
-import os
-import signal
-import sys
-
-from torch import nn
-
-from zoo import register
-from zoo.components.ffn import FeedForward, FFNParams
-
+DYING_FFN = ffn_plugin("dying", prelude="""
 MARKER = os.environ["ZOO_TEST_MARKER"]
 HOW = os.environ["ZOO_TEST_HOW"]
 
@@ -51,19 +42,11 @@ def _die_once():
         os._exit(7)
     else:
         sys.exit(0)
-
-
-@register("ffn", "dying", params=FFNParams)
-class Dying(FeedForward):
-    def __init__(self, d_model, d_ff, params, dropout):
-        super().__init__(d_model, d_ff, params, dropout)
-        self.w = nn.Linear(d_model, d_model)
-
-    def forward(self, x):
-        if _training():
-            _die_once()
-        return self.w(x)
-'''
+""", forward="""
+if _training():
+    _die_once()
+return self.w(x)
+""")
 
 EXPERIMENT = tiny_experiment("dying", seeds=(0, 1, 2), plugin="dying_ffn.py", ffn="dying")
 
