@@ -55,11 +55,12 @@ def test_runs_per_device_measures_one_process_as_the_baseline():
 def test_the_bench_measures_on_a_gpu():
     results = run(BenchConfig(device="cuda", **TINY), report=lambda _: None)
     assert results["device"].startswith("cuda (")
-    assert all(0 < results[key] < math.inf for key in RATIOS)
+    assert all(0 < results[key] < math.inf for key in (*RATIOS, "train_fp32_graphed_ratio", "train_bf16_graphed_ratio"))
 
 
 @cuda
 def test_runs_per_device_share_one_gpu():
-    rows = runs_per_device(BenchConfig(device="cuda", **TINY), [1, 2], steps=5, report=lambda _: None)
+    rows = runs_per_device(BenchConfig(device="cuda", process_path="graphed", **TINY), [1, 2], steps=5,
+                           report=lambda _: None)
     assert [row["processes"] for row in rows] == [1, 2]
     assert all(0 < row[key] < math.inf for row in rows for key in ("aggregate_tok_s", "scaling"))

@@ -18,10 +18,12 @@ is read only after the queued kernels have finished (one synchronisation per tim
 from __future__ import annotations
 
 import copy
+import math
 import multiprocessing
 import statistics
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Sequence
 
 import torch
@@ -33,6 +35,7 @@ from zoo.interop import to_torch
 from zoo.loss_fused import training_loss
 from zoo.plugins import load_all, loaded
 from zoo.spec import ModelSpec, load_spec
+from zoo.train.graphs import GraphedSteps
 from zoo.train.loop import describe_device, select_device
 
 Tensor = torch.Tensor
@@ -60,6 +63,7 @@ class BenchConfig:
     decode_tokens: int = 64
     seed: int = 0
     device: str = "cpu"  # cpu | cuda | auto (zoo.train.loop.select_device)
+    process_path: str = "reference"  # the runs-per-device processes' step: reference | fast | graphed (CUDA only)
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,25 @@ def training_step(model, optimizer, batch: Batch, pad: int, bf16: bool, kernels:
     (sums.loss / batch.tokens).backward()
     optimizer.step()
     return batch.tokens
+
+
+def _graphed_steps(model, batches: list[Batch], pad: int, bf16: bool) -> Callable[[int], int]:
+    """Training steps of the fast path replayed from CUDA graphs (zoo/train/graphs.py, the trainer's step on a
+    GPU), on the model's own optimizer: a call takes that many steps cycling through `batches` and returns their
+    tokens. The first step of each bucket of batch shapes captures its graph; later ones replay it. It clips the
+    gradient norm (at infinity: the norm is computed, nothing is scaled) as the trainer does and the eager
+    contenders do not: if anything, a handicap."""
+    graphed = GraphedSteps(model, _optimizer(model), pad=pad, smoothing=0.1, clip_norm=math.inf, bf16=bf16,
+                           max_tokens=batches[0].src.size(0))  # rows stay the batch's: every bench batch has them
+
+    def take(steps: int) -> int:
+        tokens = 0
+        for i in range(steps):
+            batch = batches[i % len(batches)]
+            graphed.step((batch.src, batch.tgt_in, batch.tgt_out), batch.tokens, 1e-4)
+            tokens += batch.tokens
+        return tokens
+    return take
 
 
 def _optimizer(model) -> torch.optim.Optimizer:
@@ -192,6 +215,8 @@ def run(config: BenchConfig = BenchConfig(), report: Callable[[str], None] = pri
     # zoo's reference path, zoo's fast path (the same weights: TrainConfig.kernels) and torch.nn.Transformer
     models = {"zoo": zoo_model, "fast": copy.deepcopy(zoo_model)}
     kernels = {"fast": "fast"}
+    if device.type == "cuda":  # the step a GPU run takes: the fast path replayed from CUDA graphs
+        models["graphed"] = copy.deepcopy(zoo_model)
     try:
         models["torch"] = to_torch(zoo_model).train()  # on zoo_model's device
     except NotExpressible as err:  # e.g. RMSNorm, rotary: zoo's own rates are still worth measuring
@@ -200,7 +225,11 @@ def run(config: BenchConfig = BenchConfig(), report: Callable[[str], None] = pri
     for precision, bf16 in (("fp32", False), ("bf16", True)):
         contenders = {name: _training_round(m, _optimizer(m), batches, pad, bf16, config.steps_per_round,
                                             kernels.get(name, "reference"))
-                      for name, m in models.items()}
+                      for name, m in models.items() if name != "graphed"}
+        if "graphed" in models:
+            graphed = _graphed_steps(models["graphed"], batches, pad, bf16)
+            graphed(len(batches))  # captures a graph per bucket, outside the timed rounds
+            contenders["graphed"] = partial(graphed, config.steps_per_round)
         for go in contenders.values():
             go()  # warm-up
         report(f"training, {precision}: {config.rounds} interleaved rounds")
@@ -208,6 +237,8 @@ def run(config: BenchConfig = BenchConfig(), report: Callable[[str], None] = pri
         for name in models:
             results[f"train_{precision}_{name}_tok_s"] = statistics.median(rates[name])
         results[f"train_{precision}_fast_ratio"] = _ratio(rates, "fast", "zoo")
+        if "graphed" in models:
+            results[f"train_{precision}_graphed_ratio"] = _ratio(rates, "graphed", "fast")
         if "torch" in models:
             results[f"train_{precision}_ratio"] = _ratio(rates, "zoo", "torch")
             results[f"train_{precision}_fast_torch_ratio"] = _ratio(rates, "fast", "torch")
@@ -244,11 +275,17 @@ def _process_worker(config: BenchConfig, plugins: tuple[str, ...], threads: int,
     torch.set_num_threads(threads)
     device = select_device(config.device)
     spec, model, batches = _setup(config, device)
-    optimizer = _optimizer(model)
-    _training_round(model, optimizer, batches, spec.pad_id, False, PROCESS_WARMUP_STEPS)()
+    if config.process_path == "graphed":
+        take = _graphed_steps(model, batches, spec.pad_id, False)
+    else:
+        optimizer = _optimizer(model)
+
+        def take(steps: int) -> int:
+            return _training_round(model, optimizer, batches, spec.pad_id, False, steps, config.process_path)()
+    take(max(PROCESS_WARMUP_STEPS, len(batches)))  # graphed: each batch's graph captured before the clock starts
     _synchronize(device)  # the warm-up is finished work before this process says it is ready
     barrier.wait(timeout=BARRIER_TIMEOUT_S)
-    rates.put(_per_second(_training_round(model, optimizer, batches, spec.pad_id, False, steps), device))
+    rates.put(_per_second(partial(take, steps), device))
 
 
 def _concurrent_rates(config: BenchConfig, k: int, steps: int) -> list[float]:

@@ -140,6 +140,10 @@ def _bench_table(args: argparse.Namespace, results: dict) -> Table:
                       f"{results[f'train_{precision}_fast_ratio']:.2f}x")
         table.add_row(f"  fast path, {precision} (vs torch.nn.Transformer)", f"{fast_rate:,.0f}", torch_rate,
                       f"{results[f'train_{precision}_fast_torch_ratio']:.2f}x" if reference else "-")
+        if f"train_{precision}_graphed_ratio" in results:
+            table.add_row(f"  fast path in CUDA graphs, {precision} (vs the fast path)",
+                          f"{results[f'train_{precision}_graphed_tok_s']:,.0f}", f"{fast_rate:,.0f}",
+                          f"{results[f'train_{precision}_graphed_ratio']:.2f}x")
     table.add_row("greedy decoding tokens/s, 64 tokens (KV cache vs none)", f"{results['decode_cached_tok_s']:,.0f}",
                   f"{results['decode_uncached_tok_s']:,.0f}", f"{results['decode_cache_ratio']:.2f}x")
     for precision in ("fp32", "bf16"):
@@ -152,7 +156,7 @@ def _bench_table(args: argparse.Namespace, results: dict) -> Table:
 
 def _processes_table(args: argparse.Namespace, results: dict) -> Table:
     table = Table(title=f"runs per device: k processes training {args.spec} at once on {results['device']}, "
-                  f"{args.process_steps} timed fp32 steps each", title_justify="left")
+                  f"{args.process_steps} timed fp32 steps each on the {args.process_path} path", title_justify="left")
     for column in ("processes", "aggregate tokens/s", "per-process median tokens/s", "scaling vs 1"):
         table.add_column(column, justify="right")
     for row in results["processes"]:
@@ -169,8 +173,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     counts = _process_counts(args.processes) if args.processes is not None else None
     if args.process_steps < 1:
         raise ZooError(f"--process-steps: {args.process_steps} is not allowed; expected a number of steps >= 1")
+    if args.process_path == "graphed" and args.device != "cuda":
+        raise ZooError("--process-path: 'graphed' replays CUDA graphs, so it needs --device cuda; allowed here: "
+                       "reference, fast")
     config = BenchConfig(spec=args.spec, d_model=args.d_model, n_heads=args.n_heads, d_ff=args.d_ff,
-                         layers=args.layers, vocab=args.vocab, rounds=args.rounds, device=args.device)
+                         layers=args.layers, vocab=args.vocab, rounds=args.rounds, device=args.device,
+                         process_path=args.process_path)
     results = run(config, report=_progress)
     if counts is not None:
         results["processes"] = runs_per_device(config, counts, args.process_steps, report=_progress)
@@ -242,5 +250,8 @@ def add_commands(sub) -> None:
                    "measured as the baseline), e.g. 1,2,4")
     p.add_argument("--process-steps", type=int, default=50,
                    help="timed training steps per process for --processes (default 50)")
+    p.add_argument("--process-path", choices=["reference", "fast", "graphed"], default="reference",
+                   help="the step each --processes process trains with: zoo's reference path, the fast path, or "
+                        "the fast path replayed from CUDA graphs (a GPU run's step; --device cuda only)")
     p.add_argument("--json", action="store_true", help="print the raw results as JSON")
     p.set_defaults(run=cmd_bench)

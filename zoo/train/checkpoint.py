@@ -69,9 +69,17 @@ def save(path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, p
     if torch.cuda.is_available():
         tensors.update({f"rng/cuda/{i}": s for i, s in enumerate(torch.cuda.get_rng_state_all())})
     meta = {"format": FORMAT, "position": position, "spec_digest": spec_digest,
-            "param_groups": state["param_groups"], "state": layout}
+            "param_groups": _portable(state["param_groups"]), "state": layout}
     tensors = _unshared(tensors)
     write_atomic(path, lambda tmp: save_file(tensors, str(tmp), metadata={"zoo": json.dumps(meta)}))
+
+
+def _portable(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The optimizer's settings as any step can resume them: the learning rate a number (a CUDA-graphed step
+    reads it from a tensor, zoo/train/graphs.py) and Adam's `capturable` off (the graphed step turns it on
+    again; a CPU Adam refuses it)."""
+    return [{**group, "lr": float(group["lr"]), **({"capturable": False} if "capturable" in group else {})}
+            for group in groups]
 
 
 def _unshared(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

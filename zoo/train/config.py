@@ -52,7 +52,8 @@ class TrainConfig(BaseModel):
     kernels: Literal["reference", "fast"] = Field(
         "reference", description="fast = the output projection fused with the loss and its gradient, a chunk of "
         "tokens at a time (zoo/loss_fused.py): the same function to float tolerance, about 1.5x the training "
-        "tokens/s at the studies' size; reference = the model's scores and zoo/loss.py, as every record before it")
+        "tokens/s at the studies' size, and on a CUDA GPU the whole step replayed from CUDA graphs "
+        "(zoo/train/graphs.py); reference = the model's scores and zoo/loss.py, as every record before it")
     threads: Count | None = Field(None, gt=0, description="torch CPU threads; None = PyTorch's default")
 
     @model_validator(mode="after")

@@ -29,6 +29,7 @@ from zoo.rundir import METRICS, SPEC, SUMMARY, TASK, TRAIN, RunError, atomic_wri
 from zoo.spec import ModelSpec
 from zoo.train import checkpoint as checkpoints
 from zoo.train.config import TrainConfig
+from zoo.train.graphs import CaptureError, GraphedSteps
 from zoo.train.schedule import learning_rate
 from zoo.train.tensorboard import LiveTensorBoard
 
@@ -156,6 +157,7 @@ class Trainer:
         self.examples = examples
         self.lengths = [(len(src), len(tgt) - 1) for src, tgt in examples]
         self._epoch_batches: tuple[int, list[list[int]]] | None = None
+        self.graphed: GraphedSteps | None = None  # the fast path's step on a CUDA GPU (zoo/train/graphs.py)
 
     # -- run directory -------------------------------------------------------------------------
     def _prepare(self) -> dict[str, Any] | None:
@@ -215,10 +217,17 @@ class Trainer:
         before anything after it is evaluated or saved."""
         c, pad = self.config, self.task.specials.pad
         lr = learning_rate(pos.step + 1, c, self.spec.d_model)
-        for group_ in optimizer.param_groups:
-            group_["lr"] = lr
         collated = [collate([self.examples[i] for i in batch], pad) for batch in group]
         total = sum(int(tgt_out.ne(pad).sum()) for _, _, tgt_out in collated)  # counted on the host
+        if self.graphed is not None:
+            try:
+                return self.graphed.step(collated[0], total, lr), total, lr
+            except CaptureError as err:  # that batch was trained; the rest of the run steps eagerly
+                self.console.print(f"[yellow]{err}; the run goes on without CUDA graphs[/]")
+                self.graphed = None
+                return err.values, total, lr
+        for group_ in optimizer.param_groups:
+            group_["lr"] = lr
         # float64 sums, added in the order Python added the floats they replace: the logged numbers stay the same
         sums = torch.zeros(2, dtype=torch.float64, device=self.device)
         optimizer.zero_grad(set_to_none=True)
@@ -306,6 +315,10 @@ class Trainer:
             state = checkpoints.load(latest)
             checkpoints.restore(state, model, optimizer)
             pos = Position.restored(state.position, latest)
+        if self.device.type == "cuda" and c.kernels == "fast" and c.accumulate == 1:
+            self.graphed = GraphedSteps(model, optimizer, pad=self.task.specials.pad, smoothing=c.label_smoothing,
+                                        clip_norm=c.clip_norm or math.inf, bf16=c.precision == "bf16",
+                                        max_tokens=c.batch_tokens)
         metrics_file = self.out / METRICS
         kept = [row for row in read_metrics(metrics_file) if row["step"] <= pos.step]
         atomic_write(metrics_file, "".join(json.dumps(row) + "\n" for row in kept))
