@@ -136,3 +136,68 @@ def test_the_report_finds_an_interaction_that_exists_and_none_where_the_effect_h
     assert "## Transfer between tasks" in text and "**changes**" in text and "**holds** within ±5" in text
     assert "| better → equivalent |" in text and "| same: better |" in text  # prenorm's verdict changes, gelu's not
     assert (tmp_path / "out" / "plots" / "transfer-copy-copy-800.png").is_file()
+
+
+def _one_budget(name: str, steps: int, d_model: int, transfer: str = "") -> str:
+    """TWO_BUDGETS cut to one task (`copy` at `steps`) under another name and width, with `transfer` appended."""
+    head, _, _ = TWO_BUDGETS.partition("[[tasks]]\nname = \"copy\"\nlabel")
+    return (head.replace('name = "fake-transfer"', f'name = "{name}"').replace("d_model = 32", f"d_model = {d_model}")
+            .replace("train = {steps = 400}", f"train = {{steps = {steps}}}") + transfer)
+
+
+def test_a_transfer_across_experiments_reads_the_other_experiments_records(tmp_path):
+    """A scale transfer: the same factors in a small model's experiment and a wide one's; the small side is
+    the other experiment's own analysis, from its records in the report folder beside this one's."""
+    from test_report import fabricate
+
+    from zoo.experiment import load_experiment
+    from zoo.report import build_report
+
+    (tmp_path / "small.toml").write_text(_one_budget("small", 400, 32))
+    (tmp_path / "wide.toml").write_text(_one_budget("wide", 400, 64, '\n[[transfers]]\ntasks = ["copy", "copy"]\n'
+                                                    'experiment = "small.toml"\nquestion = "Does it hold wider?"\n'))
+    small, wide = load_experiment(tmp_path / "small.toml"), load_experiment(tmp_path / "wide.toml")
+    assert wide.others["small.toml"].name == "small"
+    for experiment, side in ((small, 0), (wide, 1)):
+        for (variant, task_index), values in SCORES.items():
+            if task_index == side:
+                for seed, value in enumerate(values):
+                    fabricate(experiment, tmp_path / "reports" / experiment.name / "records", variant, seed, value)
+    report_path, report = build_report(wide, tmp_path / "reports" / "wide" / "records", tmp_path / "reports" / "wide",
+                                       "zoo report wide")
+    (transfer,) = report.transfers
+    assert transfer.names == ("small/copy", "copy") and transfer.first.comparisons["prenorm"].result.difference == \
+        pytest.approx(20, abs=0.01)
+    assert transfer.rows["prenorm"].verdict == CHANGES and transfer.rows["gelu"].verdict == HOLDS
+    assert report.family == 2 * 2 + 2 * 2  # this report's own comparisons and TOSTs, and the interactions
+    text = report_path.read_text()
+    assert "### `small/copy` → `copy`" in text and "Δ on small/copy [CI]" in text and "**changes**" in text
+    assert (tmp_path / "reports" / "wide" / "plots" / "transfer-small_copy-copy.png").is_file()
+
+    import shutil
+
+    shutil.rmtree(tmp_path / "reports" / "small")
+    (transfer,) = build_report(wide, tmp_path / "reports" / "wide" / "records", tmp_path / "reports" / "wide",
+                               "zoo report wide")[1].transfers
+    assert transfer.skipped.startswith("no records of `small` in") and not transfer.rows
+
+
+@pytest.mark.parametrize("experiment, message", [
+    ("nowhere.toml", "transfers[0].experiment: 'nowhere.toml' is not another experiment file"),
+    ("wide.toml", "transfers[0].experiment: 'wide.toml' is not another experiment file"),
+    ("other.toml", "transfers[0].tasks: 'copy' is not a task of"),
+])
+def test_a_transfer_across_experiments_names_what_is_wrong(tmp_path, experiment, message):
+    from zoo.experiment import ExperimentError, load_experiment
+
+    (tmp_path / "other.toml").write_text(_one_budget("other", 400, 32).replace('name = "copy"', 'name = "reverse"'))
+    (tmp_path / "wide.toml").write_text(_one_budget("wide", 400, 64, f'\n[[transfers]]\ntasks = ["copy", "copy"]\n'
+                                                    f'experiment = "{experiment}"\n'))
+    with pytest.raises(ExperimentError, match=re_escape(message)):
+        load_experiment(tmp_path / "wide.toml")
+
+
+def re_escape(text: str) -> str:
+    import re
+
+    return re.escape(text)

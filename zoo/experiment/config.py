@@ -215,6 +215,10 @@ class Transfer(BaseModel):
     tasks: tuple[str, str] = Field(description="two task labels: the effect is measured on the first, then on the "
                                                "second, e.g. [\"multi30k-de-en\", \"multi30k-de-en-8000\"]")
     question: str = Field("", description="what the pair asks, in plain words (shown above its table)")
+    experiment: str | None = Field(None, description="another experiment file (relative to this one) whose task is "
+                                   "the first of `tasks`, read from that experiment's own records: a transfer across "
+                                   "experiments, e.g. the same factors at another model size; variants are matched "
+                                   "by label")
 
 
 class ExperimentConfig(BaseModel):
@@ -265,8 +269,9 @@ class ExperimentConfig(BaseModel):
             if finding.task is not None and finding.task not in keys:
                 raise ValueError(f"findings[{i}].task: {finding.task!r} is not a task label; tasks: {', '.join(keys)}")
         for i, transfer in enumerate(self.transfers):
-            unknown = [label for label in transfer.tasks if label not in keys]
-            if unknown or transfer.tasks[0] == transfer.tasks[1]:
+            own = transfer.tasks[1:] if transfer.experiment else transfer.tasks  # the first is the other's
+            unknown = [label for label in own if label not in keys]
+            if unknown or (transfer.experiment is None and transfer.tasks[0] == transfer.tasks[1]):
                 raise ValueError(f"transfers[{i}].tasks: {list(transfer.tasks)!r} must be two different task labels; "
                                  f"tasks: {', '.join(keys)}")
         return self
@@ -281,6 +286,7 @@ class Experiment:
 
     def __init__(self, path: Path, config: ExperimentConfig, specs: dict[str, ModelSpec]):
         self.path, self.config, self.specs = path, config, specs
+        self.others: dict[str, Experiment] = {}  # a cross-experiment transfer's file -> that experiment
 
     @property
     def name(self) -> str:
@@ -360,7 +366,32 @@ def load_experiment(path: str | Path) -> Experiment:
             message = err if isinstance(err, DataError) else "; ".join(
                 describe_error(e, TrainConfig) for e in err.errors())
             raise ExperimentError(f"{path}: tasks[{i}] ({task.name}): {message}") from None
+    _load_others(experiment)
     return experiment
+
+
+def _load_others(experiment: Experiment) -> None:
+    """The experiments a cross-experiment transfer reads its first task from, each checked to have that task."""
+    for i, transfer in enumerate(experiment.config.transfers):
+        if transfer.experiment is None:
+            continue
+        if transfer.experiment not in experiment.others:
+            other_path = experiment.path.parent / transfer.experiment
+            if other_path.resolve() == experiment.path.resolve() or not other_path.is_file():
+                raise ExperimentError(f"{experiment.path}: transfers[{i}].experiment: {transfer.experiment!r} is not "
+                                      "another experiment file (a path relative to this file)")
+            try:
+                experiment.others[transfer.experiment] = load_experiment(other_path)
+            except ExperimentError as err:
+                raise ExperimentError(f"{experiment.path}: transfers[{i}].experiment: {err}") from None
+        _check_task(experiment, i, experiment.others[transfer.experiment])
+
+
+def _check_task(experiment: Experiment, i: int, other: Experiment) -> None:
+    first, keys = experiment.config.transfers[i].tasks[0], [t.key for t in other.config.tasks]
+    if first not in keys:
+        raise ExperimentError(f"{experiment.path}: transfers[{i}].tasks: {first!r} is not a task of "
+                              f"{other.path}; its tasks: {', '.join(keys)}")
 
 
 def describe(experiment: Experiment) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from zoo.experiment import Experiment
+from zoo.experiment.config import Transfer
 from zoo.experiment.floors import current_floor
 from zoo.report import findings as fnd
 from zoo.report.analysis import Analyst, TaskAnalysis
@@ -54,12 +55,32 @@ def analyse(experiment: Experiment, records_root: Path) -> Report:
     checks = fnd.check(experiment, analyst, matrix, tasks)
     report = Report(experiment, frame, analyst, tasks, matrix, checks)
     settings = experiment.config.analysis
-    report.transfers = [analyse_transfer(transfer, {analysis.task.key: analysis for analysis in tasks}, settings.alpha,
-                                         settings.min_seeds) for transfer in experiment.config.transfers]
+    own = {analysis.task.key: analysis for analysis in tasks}
+    report.transfers = [_transfer(experiment, transfer, own, Path(records_root))
+                        for transfer in experiment.config.transfers]
     report.family, report.placebos = adjust_verdicts(tasks, checks, _placebos(report), report.transfers, settings)
     report.failure_family = adjust_instability(tasks, checks, settings)
     report.checks = [fnd.settle(check, settings.alpha) for check in checks]
     return report
+
+
+def _transfer(experiment: Experiment, transfer: Transfer, own: dict[str, TaskAnalysis],
+              records_root: Path) -> TransferAnalysis:
+    """A declared transfer's analysis. A first task of another experiment is that experiment's own analysis,
+    verdicts as its report gives them, from its records in the report folder beside this one's
+    (reports/<its name>/records)."""
+    settings, second = experiment.config.analysis, own[transfer.tasks[1]]
+    if transfer.experiment is None:
+        first, names = own[transfer.tasks[0]], transfer.tasks
+    else:
+        other = experiment.others[transfer.experiment]
+        names = (f"{other.name}/{transfer.tasks[0]}", transfer.tasks[1])
+        other_root = records_root.parent.parent / other.name / records_root.name
+        if not other_root.is_dir():
+            return TransferAnalysis(transfer, None, second, names, skipped=f"no records of `{other.name}` in "
+                                    f"{other_root.as_posix()} (its report folder beside this one)")
+        first = {analysis.task.key: analysis for analysis in analyse(other, other_root).tasks}[transfer.tasks[0]]
+    return analyse_transfer(transfer, first, second, names, settings.alpha, settings.min_seeds)
 
 
 def _placebos(report: Report) -> list[Placebo]:

@@ -22,17 +22,18 @@ from zoo.stats.transfer import Interaction, RankCorrelation, compare_interaction
 @dataclass
 class TransferAnalysis:
     transfer: Transfer
-    first: TaskAnalysis
+    first: TaskAnalysis | None  # None: the other experiment's records are not there
     second: TaskAnalysis
+    names: tuple[str, str]  # the two sides as tables name them: task labels, 'experiment/task' for another's
     rows: dict[str, Interaction] = field(default_factory=dict)  # variant -> its interaction
     correlation: RankCorrelation | None = None
     skipped: str = ""  # why there is no table
 
 
-def analyse_transfer(transfer: Transfer, tasks: dict[str, TaskAnalysis], alpha: float,
-                     min_seeds: int) -> TransferAnalysis:
-    first, second = (tasks[key] for key in transfer.tasks)
-    analysis = TransferAnalysis(transfer, first, second)
+def analyse_transfer(transfer: Transfer, first: TaskAnalysis, second: TaskAnalysis, names: tuple[str, str],
+                     alpha: float, min_seeds: int) -> TransferAnalysis:
+    """The interaction of every variant both sides compare with their baseline (matched by label)."""
+    analysis = TransferAnalysis(transfer, first, second, names)
     if first.primary != second.primary:
         analysis.skipped = f"the tasks' primary metrics differ ({first.primary}, {second.primary})"
         return analysis

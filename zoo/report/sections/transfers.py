@@ -39,7 +39,7 @@ def _verdicts(first: str, second: str) -> str:
 
 
 def transfer_rows(analysis: TransferAnalysis, min_seeds: int) -> tuple[list[str], list[list[str]]]:
-    a, b = analysis.transfer.tasks
+    a, b = analysis.names
     metric = analysis.first.primary
     header = ["variant", f"Δ on {a} [CI]", f"verdict on {a}", f"Δ on {b} [CI]", f"verdict on {b}",
               f"Δ({b}) − Δ({a}) [CI]", "p", "adjusted p", "TOST p (adjusted)", "transfer", "verdicts"]
@@ -58,7 +58,7 @@ def transfer_rows(analysis: TransferAnalysis, min_seeds: int) -> tuple[list[str]
 def transfer_plot(analysis: TransferAnalysis, experiment_name: str, path: Path) -> Path:
     """Effect on the second task against effect on the first, with each task's 95% CI; on the diagonal the
     effect transfers unchanged."""
-    a, b = analysis.transfer.tasks
+    a, b = analysis.names
     fig, ax = plt.subplots(figsize=(6.5, 6))
     points = []
     for variant in analysis.rows:
@@ -89,7 +89,7 @@ def transfer_section(analyses: list[TransferAnalysis], experiment_name: str, min
                      correction: str) -> list[str]:
     lines = []
     for analysis in analyses:
-        a, b = analysis.transfer.tasks
+        a, b = analysis.names
         lines += [f"### `{a}` → `{b}`", ""]
         if analysis.transfer.question:
             lines += [analysis.transfer.question, ""]
