@@ -130,8 +130,8 @@ def test_the_report_finds_an_interaction_that_exists_and_none_where_the_effect_h
     assert changed.effect_a == pytest.approx(20, abs=0.01) and changed.effect_b == pytest.approx(0, abs=0.5)
     assert changed.verdict == CHANGES and changed.p_adjusted >= changed.p_value
     assert held.difference == pytest.approx(0, abs=0.5) and held.verdict == HOLDS
-    # per task two primary comparisons and their TOSTs; per variant an interaction and its TOST
-    assert report.family == 2 * (2 + 2) + 2 * 2
+    # differences: per task two primary comparisons, per variant an interaction; equivalences: their TOSTs
+    assert report.family == report.equivalence_family == 2 * 2 + 2
     text = report_path.read_text()
     assert "## Transfer between tasks" in text and "**changes**" in text and "**holds** within ±5" in text
     assert "| better → equivalent |" in text and "| same: better |" in text  # prenorm's verdict changes, gelu's not
@@ -169,7 +169,8 @@ def test_a_transfer_across_experiments_reads_the_other_experiments_records(tmp_p
     assert transfer.names == ("small/copy", "copy") and transfer.first.comparisons["prenorm"].result.difference == \
         pytest.approx(20, abs=0.01)
     assert transfer.rows["prenorm"].verdict == CHANGES and transfer.rows["gelu"].verdict == HOLDS
-    assert report.family == 2 * 2 + 2 * 2  # this report's own comparisons and TOSTs, and the interactions
+    # this report's own comparisons and the interactions; their TOSTs (the other report's are its own)
+    assert report.family == report.equivalence_family == 2 + 2
     text = report_path.read_text()
     assert "### `small/copy` → `copy`" in text and "Δ on small/copy [CI]" in text and "**changes**" in text
     assert (tmp_path / "reports" / "wide" / "plots" / "transfer-small_copy-copy.png").is_file()

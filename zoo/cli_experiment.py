@@ -278,7 +278,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for analysis in report.tasks:
         task = analysis.task
         effect = args.effect if args.effect is not None else task.target_effect
-        header, rows = plan_rows(experiment, analysis, effect, level)
+        header, rows = plan_rows(experiment, analysis, effect)
         table = Table(title=f"{experiment.name} / {task.key}: seeds needed on {task.primary_metric} (power "
                             f"{settings.power:.0%} at {level:.2g}, the level one rejection needs after the report's "
                             f"{settings.correction} correction over {report.family} tests; seed spread and, for corpus "

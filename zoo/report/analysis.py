@@ -36,7 +36,7 @@ from zoo.stats import FEW, POWER
 from zoo.stats import outcomes as oc
 from zoo.stats.aso import eps_min
 from zoo.stats.corpus import SEEDS_AND_SENTENCES_PERMUTATION, compare_corpus, corpus_tost
-from zoo.stats.power import detectable, seeds_for, seeds_needed
+from zoo.stats.power import Design, detectable_at, power_at, seeds_at
 from zoo.stats.seeds import WELCH_PERMUTATION, Difference, compare_seeds, prob_better
 from zoo.stats.tost import Equivalence, tost
 from zoo.stats.welch import MIN_SEEDS, permutation_floor
@@ -81,11 +81,33 @@ class Comparison:
     result: Difference  # seeds.SeedComparison or corpus.CorpusComparison
     prob_better: float
     eps_min: float
-    mde: float
-    seeds_needed: int | None  # per arm, for the task's target effect at the report's alpha and power
+    mde: float  # the detectable difference at `level` (zoo/stats/power.py), set by at_level
+    seeds_needed: int | None  # per arm, for the task's target effect at `level` and the report's power
     equivalence: Equivalence | None  # TOST against the task's margin (primary metric only)
     per_seed: tuple[tuple[float, ...], tuple[float, ...]]  # (reference, variant) values
     unreachable: float | None = None  # the corrected level, when no outcome of these runs can reach it
+    level: float = math.nan  # the level `mde` and `seeds_needed` are at: alpha, or after the report's correction
+    power: float = math.nan  # the power they are for
+
+    @property
+    def design(self) -> Design:
+        """What this comparison's test sees, for power: the arms' seed spreads and sizes, and a corpus metric's
+        test-set variance (the part of its standard error that more seeds do not shrink)."""
+        base, other = self.per_seed
+        sd_b = float(np.std(base, ddof=1)) if len(base) > 1 else math.nan
+        sd_v = float(np.std(other, ddof=1)) if len(other) > 1 else math.nan
+        r = self.result
+        seed_se = getattr(r, "se_seeds", r.se)
+        extra = max(0.0, r.se ** 2 - seed_se ** 2) if not math.isnan(r.se) else 0.0
+        return Design(sd_b, sd_v, len(base), len(other), extra)
+
+    def power_for(self, effect: float) -> float:
+        """This design's power for a true difference `effect`, at the level of its verdict."""
+        return 0.0 if self.unreachable is not None else power_at(self.design, effect, self.level)
+
+    def seeds_for(self, effect: float) -> int | None:
+        """Seeds per arm that would find a true difference `effect` at the level of its verdict."""
+        return seeds_at(self.design, effect, self.level, self.power)
 
     @property
     def verdict(self) -> str:
@@ -248,17 +270,13 @@ class Analyst:
         if primary and task.margin is not None:
             equivalence = corpus_tost(result, task.margin) if use_corpus else tost(base, other, task.margin, alpha,
                                                                                     max(min_seeds, MIN_SEEDS))
-        sd_r = float(np.std(base, ddof=1)) if len(base) > 1 else math.nan
-        sd_v = float(np.std(other, ddof=1)) if len(other) > 1 else math.nan
-        needed = seeds_needed(sd_r, sd_v, task.target_effect, alpha, self.settings.power) \
-            if enough and primary else None
-        mde = _mde(result, alpha, self.settings.power) if enough else math.nan
-        return Comparison(task.key, variant, reference, metric, result,
-                          prob_better(base, other, higher) if enough else math.nan,
-                          eps_min(self.finished_values(task, variant, metric),
-                                  self.finished_values(task, reference, metric), higher_is_better=higher)
-                          if enough else math.nan,
-                          mde, needed, equivalence, (tuple(base), tuple(other)))
+        comparison = Comparison(task.key, variant, reference, metric, result,
+                                prob_better(base, other, higher) if enough else math.nan,
+                                eps_min(self.finished_values(task, variant, metric),
+                                        self.finished_values(task, reference, metric), higher_is_better=higher)
+                                if enough else math.nan,
+                                math.nan, None, equivalence, (tuple(base), tuple(other)))
+        return at_level(comparison, alpha, task.target_effect if primary else math.nan, self.settings.power)
 
     def below_floor(self, task: TaskEntry, floors: dict[str, float] | None) -> str:
         """Why `task` gets no verdicts, or '': its baseline's mean test primary metric over trained seeds does not
@@ -316,26 +334,17 @@ class Analyst:
 
 
 def at_level(comparison: Comparison, level: float, target: float, power: float = POWER) -> Comparison:
-    """A primary comparison with 'detectable Δ' and 'seeds for ±target' computed at `level` (the level the
-    report's correction makes a single rejection need) from one variance model: the comparison's own standard
-    error, whose seed part shrinks with more seeds and whose test-set part (corpus metrics) does not."""
-    result = comparison.result
-    if result.verdict == FEW:
-        return comparison
+    """A comparison with its detectable Δ and its seeds for ±`target` at `level`: alpha where it is made, then
+    the level one rejection needs after the report's correction (zoo/report/family.py). One model for every
+    table and finding (zoo/stats/power.py, on the comparison's `design`): the test the verdict uses, its seed
+    spread and a corpus metric's test-set variance."""
+    if comparison.result.verdict == FEW:
+        return replace(comparison, level=level, power=power)
+    design = comparison.design
+    needed = seeds_at(design, target, level, power) if not math.isnan(target) else None
     base, other = comparison.per_seed
-    sd_b = float(np.std(base, ddof=1)) if len(base) > 1 else math.nan
-    sd_v = float(np.std(other, ddof=1)) if len(other) > 1 else math.nan
-    seed_se = getattr(result, "se_seeds", result.se)
-    extra = max(0.0, result.se ** 2 - seed_se ** 2) if not math.isnan(result.se) else 0.0
-    needed = seeds_for(target, sd_b, sd_v, extra, level, power)
-    if result.method in PERMUTATION_CHECKED and permutation_floor(len(base), len(other)) > level:
+    if comparison.result.method in PERMUTATION_CHECKED and permutation_floor(len(base), len(other)) > level:
         # unequal seeds: p is at least the permutation p, which cannot fall below its floor
-        return replace(comparison, mde=math.inf, seeds_needed=needed, unreachable=level)
-    return replace(comparison, mde=detectable(result.se, result.df, level, power), seeds_needed=needed)
-
-
-def _mde(result, alpha: float, power: float = POWER) -> float:
-    """Smallest true difference detected with `power`, from the comparison's own standard error and df
-    (noncentral t; for corpus metrics the se holds seed and sentence variation)."""
-    return detectable(result.se, result.df, alpha, power)
-
+        return replace(comparison, mde=math.inf, seeds_needed=needed, unreachable=level, level=level, power=power)
+    return replace(comparison, mde=detectable_at(design, level, power), seeds_needed=needed, unreachable=None,
+                   level=level, power=power)

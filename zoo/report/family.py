@@ -1,14 +1,21 @@
 """The report's families of tests, adjusted together: the analysis decides them, the writer only writes.
 
-Two families, each adjusted by the experiment's correction (Holm by default) at its alpha:
+Three families, each adjusted by the experiment's correction (Holm by default) at its alpha:
 
-    verdicts      every primary comparison and its TOST, every finding's test, every transfer interaction
-                  and its TOST; a test that a finding shares with its task (the same object) counts once
+    differences   every primary comparison, every finding's test, every transfer interaction; a test that a
+                  finding shares with its task (the same object) counts once
+    equivalences  the TOSTs of those comparisons and interactions
     instability   every Fisher test of unstable runs against the baseline, the findings' ones included
 
-After the adjustment each primary comparison states its 'detectable Δ' and 'seeds for ±X' at the level one
-rejection needs (alpha / the family's size: Holm's first step), and each instability test its detectable
-rise at its own family's level.
+Differences and equivalences are kept apart because a difference test and its own TOST are negatively
+dependent (a small p for one means a large p for the other), which voids the guarantee of Benjamini-Hochberg
+(positive dependence, PRDS) in a family that holds both: near-zero TOST p-values of a task at ceiling can then
+lower the bar for another task's differences. Within each family the tests share the baseline's seeds, a
+positive dependence; tests/test_inference.py measures both families' false-discovery rates by simulation.
+
+After the adjustment every comparison, the findings' included, states its 'detectable Δ', 'seeds for ±X' and
+power at the level one rejection needs in the differences family (alpha / its size: the first step of Holm and
+of Benjamini-Hochberg), and each instability test its detectable rise at its own family's level.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from zoo.experiment.config import Analysis
 from zoo.report.analysis import Comparison, TaskAnalysis, at_level
 from zoo.report.findings import Check
 from zoo.report.transfer import TransferAnalysis
-from zoo.stats.family import adjust, correct
+from zoo.stats.family import adjust, correct, verdict_families
 from zoo.stats.outcomes import at_level as failures_at_level
 from zoo.stats.transfer import adjusted as adjusted_interaction
 
@@ -28,34 +35,39 @@ Placebo = tuple[str, str, str, Comparison | None]  # task, a, b, their compariso
 
 
 def adjust_verdicts(tasks: list[TaskAnalysis], checks: list[Check], placebos: list[Placebo],
-                    transfers: list[TransferAnalysis], settings: Analysis) -> tuple[int, list[Placebo]]:
-    """Adjust the verdicts' family in place (tasks' comparisons, findings' tests, transfer rows); returns the
-    family's size and the placebos with the adjusted comparisons they share."""
+                    transfers: list[TransferAnalysis], settings: Analysis) -> tuple[int, int, list[Placebo]]:
+    """Adjust the differences and equivalences families in place (tasks' comparisons, findings' tests,
+    transfer rows); returns the two families' sizes and the placebos with the adjusted comparisons they share."""
     method, alpha = settings.correction, settings.alpha
     family = _unique([c for analysis in tasks for c in analysis.comparisons.values()]
                      + [check.comparison for check in checks if check.comparison is not None])
     equivalences = [c for c in family if c.equivalence is not None and not math.isnan(c.equivalence.p_value)]
     interactions = [(t, variant) for t in transfers for variant in t.rows]
-    tested = [c.result.p_value for c in family] + [c.equivalence.p_value for c in equivalences] \
-        + [t.rows[v].p_value for t, v in interactions] + [t.rows[v].tost_p for t, v in interactions]
-    size = sum(not math.isnan(p) for p in tested)
-    adjusted = iter(correct(tested, method))
-    settled = {id(c): replace(c, result=r) for c, r in zip(family, adjust([c.result for c in family], method,
-                                                                          [next(adjusted) for _ in family]))}
-    for c in equivalences:
-        p = next(adjusted)
+    differences_p, equivalences_p = verdict_families(
+        [c.result.p_value for c in family] + [t.rows[v].p_value for t, v in interactions],
+        [c.equivalence.p_value for c in equivalences] + [t.rows[v].tost_p for t, v in interactions], method)
+    settled = {id(c): replace(c, result=r)
+               for c, r in zip(family, adjust([c.result for c in family], method, differences_p[:len(family)]))}
+    for c, p in zip(equivalences, equivalences_p):
         settled[id(c)] = replace(settled[id(c)], equivalence=replace(c.equivalence, p_adjusted=p, equivalent=p < alpha))
-    interaction_p = [next(adjusted) for _ in interactions]
-    for (t, variant), p, tost_p in zip(interactions, interaction_p, [next(adjusted) for _ in interactions]):
+    for (t, variant), p, tost_p in zip(interactions, differences_p[len(family):], equivalences_p[len(equivalences):]):
         t.rows[variant] = adjusted_interaction(t.rows[variant], p, tost_p)
-    level = alpha / max(size, 1)  # what one rejection needs under the correction (Holm's first step)
+    sizes = (sum(not math.isnan(p) for p in differences_p), sum(not math.isnan(p) for p in equivalences_p))
+    level = alpha / max(sizes[0], 1)  # what one rejection needs (the first step of Holm and of BH)
+    primary = {analysis.task.key: (analysis.primary, analysis.task.target_effect) for analysis in tasks}
+
+    def sized(c: Comparison) -> Comparison:  # 'seeds for ±target' only where the target is in c's metric
+        metric, target = primary[c.task]
+        return at_level(c, level, target if c.metric == metric else math.nan, settings.power)
+
     for analysis in tasks:
-        analysis.comparisons = {variant: at_level(settled[id(c)], level, analysis.task.target_effect, settings.power)
-                                for variant, c in analysis.comparisons.items()}
+        analysis.comparisons = {variant: sized(settled[id(c)]) for variant, c in analysis.comparisons.items()}
     for check in checks:
         if check.comparison is not None:
-            check.comparison = settled[id(check.comparison)]
-    return size, [(task, a, b, settled.get(id(c), c)) for task, a, b, c in placebos]
+            check.comparison = sized(settled[id(check.comparison)])
+        if check.untested is not None:
+            check.untested = sized(check.untested)
+    return *sizes, [(task, a, b, settled.get(id(c), c)) for task, a, b, c in placebos]
 
 
 def adjust_instability(tasks: list[TaskAnalysis], checks: list[Check], settings: Analysis) -> int:

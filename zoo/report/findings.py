@@ -32,7 +32,7 @@ from zoo.report.collect import ReportError
 from zoo.report.equiv import Matrix
 from zoo.stats import BETTER, FEW, WORSE
 from zoo.stats import outcomes as oc
-from zoo.stats.power import MAX_SEEDS, power_of, seeds_needed
+from zoo.stats.power import MAX_SEEDS
 from zoo.summary import diff
 
 CONFIRMED, CONTRADICTED, INCONCLUSIVE, UNTESTABLE = "confirmed", "contradicted", "inconclusive", "not testable here"
@@ -48,6 +48,8 @@ class Check:
     comparison: Comparison | None = None  # to be adjusted with the report's family
     failures: oc.FailureComparison | None = None
     failure_adjusted: float = math.nan  # the failure test's p after the report's correction
+    untested: Comparison | None = None  # not testable here: the comparison its power is stated from, not a test
+    margin: float | None = None  # the task's equivalence margin, where the finding is on the primary metric
 
 
 def factors(experiment: Experiment, a: str, b: str) -> list[str]:
@@ -92,14 +94,11 @@ def regime_problems(experiment: Experiment, analyst: Analyst, finding: Finding, 
     return problems
 
 
-def _power(finding: Finding, comparison: Comparison | None, alpha: float) -> str:
-    if finding.effect is None or comparison is None:
+def _power(finding: Finding, comparison: Comparison) -> str:
+    """The power this design had for the published effect, at the level its verdict is decided at."""
+    if finding.effect is None or min(len(arm) for arm in comparison.per_seed) < 2:
         return ""
-    base, other = comparison.per_seed
-    if min(len(base), len(other)) < 2:
-        return ""
-    power = power_of(finding.effect, float(np.std(base, ddof=1)), float(np.std(other, ddof=1)), len(base),
-                     len(other), alpha)
+    power = comparison.power_for(finding.effect)
     return f"; power for the published effect ({finding.effect:+g}) was {power:.0%}" if not math.isnan(power) else ""
 
 
@@ -159,23 +158,20 @@ def _check_task(experiment: Experiment, analyst: Analyst, finding: Finding, anal
         comparison = analyst.compare(task, finding.variant, reference, metric)
     counted = (comparison.result.n_baseline, comparison.result.n_variant)
     problems = regime_problems(experiment, analyst, finding, task, reference, counted)
-    alpha = experiment.config.analysis.alpha
-    power = _power(finding, comparison, alpha)
+    margin = task.margin if metric == analysis.primary else None
     if problems:
-        margin = task.margin if metric == analysis.primary else None
-        return Check(finding, task.key, metric, UNTESTABLE,
-                     "; ".join(problems) + power + _inside_margin(finding, comparison, margin, alpha))
-    return Check(finding, task.key, metric, INCONCLUSIVE, power, comparison=comparison)
+        return Check(finding, task.key, metric, UNTESTABLE, "; ".join(problems), untested=comparison, margin=margin)
+    return Check(finding, task.key, metric, INCONCLUSIVE, "", comparison=comparison, margin=margin)
 
 
-def _inside_margin(finding: Finding, comparison: Comparison, margin: float | None, alpha: float) -> str:
+def _inside_margin(finding: Finding, comparison: Comparison, margin: float | None) -> str:
     """A published effect inside the task's margin stays untestable even once the other problems are gone:
     equivalence cannot speak to it, so say so, and how many seeds a difference test would need."""
     if finding.effect is None or margin is None or abs(finding.effect) > margin or \
             min(len(arm) for arm in comparison.per_seed) < 2:
         return ""
     return (f"; nor is it testable at this margin: {_within(finding.effect, margin)}, and "
-            f"{_seeds_for(comparison, finding.effect, alpha)}")
+            f"{_seeds_for(comparison, finding.effect)}")
 
 
 def _detectable(c: Comparison) -> str:
@@ -188,11 +184,10 @@ def _within(effect: float, margin: float) -> str:
     return f"the published effect ({effect:+g}) is within the task's ±{margin:g}"
 
 
-def _seeds_for(comparison: Comparison, effect: float, alpha: float) -> str:
-    """'N seeds per arm would detect it': from the comparison's own per-seed spread, at 80% power."""
-    base, other = comparison.per_seed
-    needed = seeds_needed(float(np.std(base, ddof=1)), float(np.std(other, ddof=1)), abs(effect), alpha)
-    return f"{needed} seeds per arm would detect it (80% power)" if needed is not None else \
+def _seeds_for(comparison: Comparison, effect: float) -> str:
+    """'N seeds per arm would detect it': the report's one power model, at the level of the verdict."""
+    needed = comparison.seeds_for(effect)
+    return f"{needed} seeds per arm would detect it ({comparison.power:.0%} power)" if needed is not None else \
         f"more than {MAX_SEEDS} seeds per arm would be needed to detect it"
 
 
@@ -220,6 +215,9 @@ def settle(check_: Check, alpha: float) -> Check:
             check_.evidence += (f"; a rise smaller than {100 * check_.failures.detectable:.0f} points over the "
                                 "reference's rate could not be detected (80% power, at the corrected level)")
         return check_
+    if check_.untested is not None:
+        check_.evidence += _power(finding, check_.untested) + _inside_margin(finding, check_.untested, check_.margin)
+        return check_
     c = check_.comparison
     if c is None:
         return check_
@@ -246,7 +244,7 @@ def settle(check_: Check, alpha: float) -> Check:
         said += (f"; not testable at this margin: {_within(finding.effect, c.equivalence.margin)}, so neither "
                  "equivalence nor this design's power "
                  f"(detectable: {_detectable(c)}) can "
-                 f"speak to it; {_seeds_for(c, finding.effect, alpha)}")
+                 f"speak to it; {_seeds_for(c, finding.effect)}")
     else:
         said += ("; no outcome of these runs could be significant after correction (unequal seeds)"
                  if c.undetectable == "correction"
@@ -254,5 +252,5 @@ def settle(check_: Check, alpha: float) -> Check:
         if finding.effect is not None and not r.ci_low <= finding.effect <= r.ci_high:
             # Descriptive, not a second test: the interval is unadjusted, so the outcome stays inconclusive.
             said += f"; the published effect ({finding.effect:+g}) lies outside this {1 - alpha:.0%} CI (unadjusted)"
-    check_.evidence = said + check_.evidence
+    check_.evidence = said + _power(finding, c) + check_.evidence
     return check_

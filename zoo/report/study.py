@@ -35,7 +35,8 @@ class Report:
     checks: list[fnd.Check]
     placebos: list[Placebo] = field(default_factory=list)
     transfers: list[TransferAnalysis] = field(default_factory=list)
-    family: int = 0  # comparisons adjusted together
+    family: int = 0  # difference tests adjusted together (comparisons, findings, interactions)
+    equivalence_family: int = 0  # equivalence tests (TOSTs) adjusted together
     failure_family: int = 0
 
 
@@ -58,7 +59,8 @@ def analyse(experiment: Experiment, records_root: Path) -> Report:
     own = {analysis.task.key: analysis for analysis in tasks}
     report.transfers = [_transfer(experiment, transfer, own, Path(records_root))
                         for transfer in experiment.config.transfers]
-    report.family, report.placebos = adjust_verdicts(tasks, checks, _placebos(report), report.transfers, settings)
+    report.family, report.equivalence_family, report.placebos = adjust_verdicts(
+        tasks, checks, _placebos(report), report.transfers, settings)
     report.failure_family = adjust_instability(tasks, checks, settings)
     report.checks = [fnd.settle(check, settings.alpha) for check in checks]
     return report

@@ -17,7 +17,6 @@ from zoo.report.analysis import Comparison, TaskAnalysis, bounds, detectable_phr
 from zoo.stats import ALPHA, BETTER, FEW, WORSE
 from zoo.stats import outcomes as oc
 from zoo.stats.intervals import mean_half_width
-from zoo.stats.power import seeds_for
 
 LABELS = {  # columns that are not metrics; a metric brings its own label (zoo/metrics.py)
     "parameters": "parameters", "tok_per_s": "train tok/s", "valid_loss": "valid loss",
@@ -313,13 +312,10 @@ def descriptive_metrics(task: TaskEntry) -> list[str]:
     return [m for m in task_metrics(task) if m not in (task.primary_metric, "parameters")]
 
 
-def plan_rows(experiment: Experiment, analysis: TaskAnalysis, effect: float,
-              level: float) -> tuple[list[str], list[list[str]]]:
+def plan_rows(experiment: Experiment, analysis: TaskAnalysis, effect: float) -> tuple[list[str], list[list[str]]]:
     """Per variant: the seeds it has, the spread they show, and the seeds per arm needed to detect `effect` on
-    the primary metric with the report's power at `level` (what one rejection needs after the report's
-    correction), under the report's own variance model (seed spread, plus a corpus metric's test-set part)."""
-
-    settings = experiment.config.analysis
+    the primary metric with the report's power at the level its verdict is decided at (what one rejection needs
+    after the report's correction), under the report's own variance model (zoo/stats/power.py)."""
     header = ["variant", "trained seeds (baseline, variant)", "seed sd (baseline, variant)",
               "detectable Δ now (80% power)", f"seeds per arm for ±{effect:g}"]
     rows = []
@@ -329,9 +325,7 @@ def plan_rows(experiment: Experiment, analysis: TaskAnalysis, effect: float,
             rows.append([variant, f"{len(base)}, {len(other)}", "—", "—", "run at least 2 seeds of each first"])
             continue
         sd_b, sd_v = float(np.std(base, ddof=1)), float(np.std(other, ddof=1))
-        r = c.result
-        extra = max(0.0, r.se ** 2 - getattr(r, "se_seeds", r.se) ** 2) if not math.isnan(r.se) else 0.0
-        needed = seeds_for(effect, sd_b, sd_v, extra, level, settings.power)
+        needed = c.seeds_for(effect)  # at the level its verdict is decided at (`level`)
         rows.append([variant, f"{len(base)}, {len(other)}", f"{fmt(sd_b)}, {fmt(sd_v)}", fmt_detectable(c),
                      str(needed) if needed else "more than 100"])
     return header, rows

@@ -49,6 +49,15 @@ def correct(p_values: Sequence[float], method: str = "holm") -> list[float]:
     return CORRECTIONS[method](p_values)
 
 
+def verdict_families(differences: Sequence[float], equivalences: Sequence[float],
+                     method: str = "holm") -> tuple[list[float], list[float]]:
+    """A report's verdict p-values adjusted as two families: the difference tests (comparisons, findings,
+    interactions) and the equivalence tests (their TOSTs), each by `method` on its own. A difference test and its
+    own TOST are negatively dependent, which voids Benjamini-Hochberg's guarantee in a family holding both
+    (zoo/report/family.py; their false-discovery rates, simulated: tests/test_inference.py)."""
+    return correct(differences, method), correct(equivalences, method)
+
+
 def adjust(results: Sequence, method: str = "holm", adjusted: Sequence[float] | None = None) -> list:
     """The family's results with p_adjusted set and verdicts recomputed from it (for SeedComparison
     and CorpusComparison alike). Results without a p-value (not enough seeds) are left as they are.

@@ -1,125 +1,137 @@
-"""What a design could detect: power, minimum detectable effect and seeds needed.
+"""What a design could detect: its power for an effect, its detectable difference, and the seeds it would need.
 
-`power_of` is the power of the report's own per-seed test, simulated through its own functions with fixed
-random numbers (zoo/stats/welch.py: Welch, and with unequal arms the exact permutation check), because
-the noncentral-t formula is optimistic at small n (3 v 3, sd 1, effect 2: 0.46 predicted, 0.37 measured).
-`detectable` and `seeds_for` serve comparisons whose standard error is not a plain Welch one (corpus
-metrics, with test-set variance) through the noncentral t of that standard error and Welch's df.
+One model serves every table and finding (zoo/report/analysis.py: `at_level`), so a row cannot give one seed
+count in one column and another in the next. A `Design` is what a comparison's test sees: each arm's seed
+spread and size, and `extra`, the variance that does not shrink with seeds (a corpus metric's test-set part,
+zoo/stats/corpus.py). Power is simulated through the test the verdict uses, with fixed random numbers: the
+seeds' scores drawn normal with the observed spreads, Welch's standard error with `extra` added and Welch's df
+of the seed part, a two-sided t p-value, and with unequal arms the larger of it and the exact permutation p
+(zoo/stats/welch.py). Simulated because the noncentral-t formula is optimistic at small n (3 v 3, sd 1,
+effect 2: 0.46 predicted, 0.36 measured): Welch's df is itself estimated, and often smaller than its value
+at the true spreads.
 
-    power_of(effect, ...)               the chance this design had to detect `effect` (e.g. a
-                                        published one) at alpha
-    minimum_detectable_effect(...)      the smallest |effect| detected with `power` (default 80%):
-                                        "no detectable difference" only rules out effects above it
-    seeds_needed(...)                   the smallest equal number of seeds per arm reaching `power`
+    power_at(design, effect, level)     the chance the design has to find a true difference `effect` at `level`
+    detectable_at(design, level)        the smallest |difference| found with `power` (default 80%): "no
+                                        detectable difference" only rules out effects above it
+    seeds_at(design, effect, level)     the smallest equal number of seeds per arm that finds `effect`
 
-The standard deviations are seed-to-seed spreads (a report plugs in the observed ones, which are
-themselves uncertain at 5 seeds: treat the mde as an order of magnitude, not a bound).
+`level` is the one the verdict is decided at: alpha, or after a correction the level one rejection needs. The
+spreads are observed ones, themselves uncertain at 5 seeds: treat the results as orders of magnitude.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
-from scipy import optimize
 from scipy import stats as scipy_stats
 
 from zoo.stats import ALPHA, POWER
-from zoo.stats.welch import permutation_p, welch_arrays
+from zoo.stats.welch import permutation_p
 
 MAX_SEEDS = 100
 SIMULATIONS = 4000
+# With unequal arms every simulated experiment is also permutation-checked over all its splits (792 of them at
+# 5 v 7), so fewer are simulated: power then moves in steps of 0.2%, its Monte Carlo error about 2% at 80%.
+PERMUTED_SIMULATIONS = 500
 POWER_SEED = 20261125
 
 
-def _welch_df(sd_baseline: float, sd_variant: float, n_baseline: int, n_variant: int) -> float:
-    v_b, v_v = sd_baseline ** 2 / n_baseline, sd_variant ** 2 / n_variant
-    if v_b + v_v == 0:
-        return math.inf
-    return (v_b + v_v) ** 2 / (v_b ** 2 / (n_baseline - 1) + v_v ** 2 / (n_variant - 1))
+@dataclass(frozen=True)
+class Design:
+    sd_baseline: float
+    sd_variant: float
+    n_baseline: int
+    n_variant: int
+    extra: float = 0.0  # variance that more seeds do not shrink (a corpus metric's test-set part)
+
+    @property
+    def testable(self) -> bool:
+        return min(self.n_baseline, self.n_variant) >= 2 and not any(
+            math.isnan(x) for x in (self.sd_baseline, self.sd_variant, self.extra))
 
 
-def power_of(effect: float, sd_baseline: float, sd_variant: float, n_baseline: int, n_variant: int,
-             alpha: float = ALPHA, simulations: int = SIMULATIONS) -> float:
-    """Two-sided power of the report's per-seed test for a true difference `effect`, by simulation with fixed
-    random numbers (the same draws for every effect, so power grows with the effect as it should)."""
-    if min(n_baseline, n_variant) < 2 or any(math.isnan(x) for x in (effect, sd_baseline, sd_variant)):
-        return math.nan
-    if sd_baseline == sd_variant == 0:
-        return 1.0 if effect != 0 else alpha
+@lru_cache(maxsize=64)
+def _draws(n_baseline: int, n_variant: int) -> tuple[np.ndarray, np.ndarray]:
+    """Standard normal seeds for every simulated experiment of these arm sizes: the same for every effect,
+    spread and level, so power grows with the effect as it should."""
     rng = np.random.default_rng(POWER_SEED)
-    baseline = sd_baseline * rng.standard_normal((simulations, n_baseline))
-    variant = effect + sd_variant * rng.standard_normal((simulations, n_variant))
-    p = welch_arrays(baseline, variant)[4]
-    if n_baseline != n_variant:
-        p = np.maximum(p, permutation_p(baseline, variant))
-    return float(np.mean(p < alpha))
+    return rng.standard_normal((SIMULATIONS, n_baseline)), rng.standard_normal((SIMULATIONS, n_variant))
 
 
-def minimum_detectable_effect(sd_baseline: float, sd_variant: float, n_baseline: int, n_variant: int,
-                              alpha: float = ALPHA, power: float = POWER) -> float:
-    """Smallest |difference| that Welch's test detects with probability `power` at `alpha` (0 when both
-    sds are 0: any difference of constants is detected; NaN below 2 seeds per arm)."""
-    if min(n_baseline, n_variant) < 2 or math.isnan(sd_baseline) or math.isnan(sd_variant):
+@lru_cache(maxsize=256)
+def _noise(design: Design) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Per simulated experiment: the difference's noise, its standard error, its df, and (unequal arms) the
+    baseline and variant noise for the permutation check; none of them depends on the effect."""
+    z_b, z_v = _draws(design.n_baseline, design.n_variant)
+    if design.n_baseline != design.n_variant:
+        z_b, z_v = z_b[:PERMUTED_SIMULATIONS], z_v[:PERMUTED_SIMULATIONS]
+    base, var = design.sd_baseline * z_b, design.sd_variant * z_v
+    v_b = base.var(axis=1, ddof=1) / design.n_baseline
+    v_v = var.var(axis=1, ddof=1) / design.n_variant
+    seed_part = v_b ** 2 / (design.n_baseline - 1) + v_v ** 2 / (design.n_variant - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(seed_part > 0, (v_b + v_v) ** 2 / seed_part, np.inf)
+    se = np.sqrt(v_b + v_v + design.extra)
+    noise = var.mean(axis=1) - base.mean(axis=1)
+    arms = (base, var) if design.n_baseline != design.n_variant else None
+    return noise, se, df, arms
+
+
+def power_at(design: Design, effect: float, level: float = ALPHA) -> float:
+    """Two-sided power at `level` of the report's test for a true difference `effect` (NaN where the design
+    cannot be tested: fewer than 2 seeds an arm)."""
+    if not design.testable or math.isnan(effect):
         return math.nan
-    se = math.sqrt(sd_baseline ** 2 / n_baseline + sd_variant ** 2 / n_variant)
-    if se == 0:
-        return 0.0
-    def short(ncp: float) -> float:
-        return power_of(ncp * se, sd_baseline, sd_variant, n_baseline, n_variant, alpha) - power
-    high = 1.0
-    while short(high) < 0:
-        high *= 2
-    return float(optimize.brentq(short, 0.0, high, xtol=1e-10)) * se
+    noise, se, df, arms = _noise(design)
+    difference = effect + noise
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(se > 0, 2 * scipy_stats.t.sf(np.abs(difference) / se, df), (difference == 0).astype(float))
+    reject = p < level
+    if arms is not None:  # the permutation check can only take rejections away: run it where Welch rejects
+        rows = np.flatnonzero(reject)
+        reject[rows] = permutation_p(arms[0][rows], arms[1][rows] + effect) < level
+    return float(np.mean(reject))
 
 
-def seeds_needed(sd_baseline: float, sd_variant: float, effect: float, alpha: float = ALPHA, power: float = POWER,
-                 max_seeds: int = MAX_SEEDS) -> int | None:
-    """Smallest equal n per arm (2..max_seeds) whose power for `effect` reaches `power`; None if none does."""
-    for n in range(2, max_seeds + 1):
-        if power_of(effect, sd_baseline, sd_variant, n, n, alpha) >= power:
-            return n
-    return None
-
-
-def detectable(se: float, df: float, alpha: float = ALPHA, power: float = POWER) -> float:
-    """The smallest |difference| a test with standard error `se` and `df` degrees of freedom detects with
-    probability `power` (noncentral t, as above; df = inf: normal). Serves comparisons whose se is not
-    a plain Welch one, such as corpus metrics with seed and sentence variation."""
-    if math.isnan(se):
+def detectable_at(design: Design, level: float = ALPHA, power: float = POWER) -> float:
+    """The smallest |difference| the design finds with probability `power` at `level`: 0 where both arms
+    are constant and nothing else varies, infinite where no difference is found that often (unequal arms
+    whose permutation floor is above `level`), NaN below 2 seeds an arm."""
+    if not design.testable:
         return math.nan
-    if se == 0:
+    scale = math.sqrt(design.sd_baseline ** 2 / design.n_baseline + design.sd_variant ** 2 / design.n_variant
+                      + design.extra)
+    if scale == 0:
         return 0.0
-    df = df if df is not None and not math.isnan(df) else math.inf
-    critical = scipy_stats.t.ppf(1 - alpha / 2, df)
-
-    def short(ncp: float) -> float:
-        if math.isinf(df):
-            reached = scipy_stats.norm.sf(critical - ncp) + scipy_stats.norm.cdf(-critical - ncp)
-        else:
-            # scipy's nct.cdf returns NaN far in the lower tail (df 3.04, ncp 8: the wrong-side rejection
-            # probability is below 1e-8 there), so a NaN tail counts as 0
-            wrong_side = float(scipy_stats.nct.cdf(-critical, df, ncp))
-            reached = scipy_stats.nct.sf(critical, df, ncp) + (0.0 if math.isnan(wrong_side) else wrong_side)
-        return float(reached) - power
-
-    high = 1.0
-    while short(high) < 0:
+    high = scale
+    while power_at(design, high, level) < power:
         high *= 2
-    return float(optimize.brentq(short, 0.0, high, xtol=1e-10)) * se
+        if high > 1e6 * scale:
+            return math.inf
+    low = 0.0
+    while high - low > 1e-3 * scale:  # bisection: simulated power is a step function of the effect
+        middle = (low + high) / 2
+        low, high = (middle, high) if power_at(design, middle, level) < power else (low, middle)
+    return high
 
 
-def seeds_for(effect: float, sd_baseline: float, sd_variant: float, extra_variance: float = 0.0,
-              alpha: float = ALPHA, power: float = POWER, max_seeds: int = MAX_SEEDS) -> int | None:
-    """Smallest equal n per arm (2..max_seeds) at which a true difference `effect` is detected with `power`
-    at `alpha`, under the variance model the report's tests use: se(n)² = (sd_b² + sd_v²) / n + extra, with
-    `extra` the test-set variance of a corpus metric (it does not shrink with seeds) and Welch's df. The
-    same model as `detectable`, so 'seeds for ±X' and 'detectable Δ' never disagree. None if no n does."""
-    if any(math.isnan(x) for x in (effect, sd_baseline, sd_variant, extra_variance)):
+def seeds_at(design: Design, effect: float, level: float = ALPHA, power: float = POWER,
+             max_seeds: int = MAX_SEEDS) -> int | None:
+    """The smallest equal number of seeds per arm (2..max_seeds) with which the design, its spreads and extra
+    variance kept, finds a true difference `effect` with probability `power` at `level`; None if none does."""
+    if any(math.isnan(x) for x in (effect, design.sd_baseline, design.sd_variant, design.extra)):
         return None
-    for n in range(2, max_seeds + 1):
-        seed_part = (sd_baseline ** 2 + sd_variant ** 2) / n
-        se = math.sqrt(seed_part + extra_variance)
-        if detectable(se, _welch_df(sd_baseline, sd_variant, n, n), alpha, power) <= abs(effect):
-            return n
-    return None
+
+    def enough(n: int) -> bool:
+        return power_at(replace(design, n_baseline=n, n_variant=n), abs(effect), level) >= power
+
+    if not enough(max_seeds):
+        return None
+    low, high = 1, max_seeds  # power grows with the seeds: bisect for the first n that is enough
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if enough(middle) else (middle, high)
+    return high

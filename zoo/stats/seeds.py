@@ -1,4 +1,4 @@
-"""Comparing two variants over seeds: difference with its interval, p-value, P(better), mde, verdict.
+"""Comparing two variants over seeds: difference with its interval, p-value, P(better), verdict.
 
 What the numbers mean (for a reader of the report)
 --------------------------------------------------
@@ -15,16 +15,14 @@ variants are compared over those per-seed numbers.
     prob_better  P(a random variant seed beats a random baseline seed), ties counted ½ — the
                  probability of outperforming of Bouthillier et al. (2021) (= the Mann–Whitney AUC);
                  0.5 means no tendency; its interval is a percentile bootstrap over seeds (descriptive)
-    mde          the smallest true difference this design (these seed counts, this seed-to-seed
-                 spread) detects with 80% power at alpha (see zoo/stats/power.py). A "no detectable
-                 difference" verdict with mde = 3 BLEU says nothing about differences of 1 BLEU.
     verdict      better | worse | no detectable difference (from p_adjusted) | not enough seeds
 
 The test itself and why it is Welch's (permutation-checked with unequal arms): zoo/stats/welch.py.
 
 Degenerate cases: both arms constant (e.g. a parameter count) → se = 0, ci of width 0, p = 0 if the
-means differ else 1. Fewer than `min_seeds` seeds in an arm → no p, no interval, no P(better), no
-mde; only the per-seed values, which the caller shows.
+means differ else 1. Fewer than `min_seeds` seeds in an arm → no p, no interval, no P(better); only the
+per-seed values, which the caller shows. What the design could detect is zoo/stats/power.py's (the report
+states it at the level its verdicts are decided at: zoo/report/analysis.py, `at_level`).
 """
 
 from __future__ import annotations
@@ -37,7 +35,6 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from zoo.stats import ALPHA, BETTER, FEW, SAME, WORSE
-from zoo.stats.power import detectable
 from zoo.stats.welch import MIN_SEEDS, SEED, clean, permutation_p, welch_arrays
 
 RESAMPLES = 2000  # bootstrap resamples for the interval of prob_better
@@ -105,13 +102,12 @@ class SeedComparison(Difference):
     variant_values: tuple[float, ...]
     prob_better: float
     prob_better_ci: tuple[float, float]
-    mde: float
     method: str
 
 
 def compare_seeds(baseline: Sequence[float], variant: Sequence[float], *, higher_is_better: bool,
                   alpha: float = ALPHA, min_seeds: int = MIN_SEEDS) -> SeedComparison:
-    """Compare per-seed values of two variants (NaN dropped): Welch's test, its interval, P(better), mde."""
+    """Compare per-seed values of two variants (NaN dropped): Welch's test, its interval, P(better)."""
     b, v = clean(baseline), clean(variant)
     n_b, n_v = len(b), len(v)
     mean_b = float(b.mean()) if n_b else math.nan
@@ -122,7 +118,7 @@ def compare_seeds(baseline: Sequence[float], variant: Sequence[float], *, higher
     if min(n_b, n_v) < max(min_seeds, 2):
         nan = math.nan
         return SeedComparison(**common, ci_low=nan, ci_high=nan, se=nan, df=nan, p_value=nan, p_adjusted=nan,
-                              prob_better=nan, prob_better_ci=(nan, nan), mde=nan, method=WELCH, verdict=FEW)
+                              prob_better=nan, prob_better_ci=(nan, nan), method=WELCH, verdict=FEW)
     difference, se, df, _, p = (float(x) for x in welch_arrays(b, v))
     method = WELCH
     if se == 0:  # both arms constant: the difference is exact
@@ -131,8 +127,7 @@ def compare_seeds(baseline: Sequence[float], variant: Sequence[float], *, higher
         half = float(scipy_stats.t.ppf(1 - alpha / 2, df)) * se
         if n_b != n_v:
             p, method = max(p, float(permutation_p(b, v))), WELCH_PERMUTATION
-    mde = detectable(se, df, alpha)  # the report restates it at the corrected level (analysis.at_level)
     return SeedComparison(**common, ci_low=difference - half, ci_high=difference + half, se=se, df=df,
                           p_value=p, p_adjusted=p, prob_better=prob_better(b, v, higher_is_better),
-                          prob_better_ci=prob_better_ci(b, v, higher_is_better, alpha), mde=mde, method=method,
+                          prob_better_ci=prob_better_ci(b, v, higher_is_better, alpha), method=method,
                           verdict=verdict(difference, p, higher_is_better, alpha))

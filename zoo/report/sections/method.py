@@ -23,24 +23,28 @@ def method_section(report: Report) -> list[str]:
         "test-sentence variation: variance = Welch seed variance of the per-seed scores + paired sentence-bootstrap "
         "variance (1000 resamples), Satterthwaite df. The sentence-only bootstrap p is shown for reference: it "
         "holds the trained models fixed and sees no seed variation.",
-        f"- One verdict per task, on its primary metric. Its test, its TOST at the task's margin, the findings' own "
-        f"tests and any transfer interactions with their TOSTs form one family ({report.family} tests), p-values "
-        f"adjusted by {correction} at alpha {settings.alpha:g}: 'equivalent' needs the adjusted TOST p below alpha "
-        f"too. Instability tests form a second family ({report.failure_family} tests). Every other number is "
-        "descriptive.",
+        f"- One verdict per task, on its primary metric. Its test, the findings' own tests and any transfer "
+        f"interactions form the differences family ({report.family} tests); the TOSTs at the task's margin (and "
+        f"of the interactions) form the equivalences family ({report.equivalence_family} tests). Each family's "
+        f"p-values are adjusted by {correction} at alpha {settings.alpha:g} on their own: a difference test and its "
+        "own TOST are negatively dependent, which voids Benjamini–Hochberg's guarantee in one family holding both, "
+        "while within each family the tests share the baseline's seeds (a positive dependence, under which it "
+        "holds; zoo's simulation of both families' false-discovery rates is in tests/test_inference.py). "
+        "'equivalent' needs the adjusted TOST p below alpha. Instability tests form a third family "
+        f"({report.failure_family} tests). Every other number is descriptive.",
         f"- No verdict below {settings.min_seeds} trained seeds per arm (per-seed values instead).",
         "- Effect sizes: P(better) = chance that a random seed of the variant beats a random seed of the baseline "
         "(Bouthillier et al. 2021); ASO ε_min = Almost Stochastic Order (Dror et al. 2019) over every run that trained "
         "to the end, stalled ones included: below 0.2 (the authors' threshold) the variant almost dominates the "
         "baseline; above it, no claim. Descriptive, at 5 or more seeds.",
         f"- Power: 'detectable Δ' is the smallest true difference the design detects with {settings.power:.0%} power "
-        "at the level one rejection needs after the correction (alpha divided by the family's size: Holm's first "
-        "step; noncentral t from the comparison's own standard error); 'no difference larger than X could be "
-        "detected' is not evidence of no difference. Where X exceeds the metric's whole range, the design "
-        "detects no difference the metric can show, and the report says so. 'seeds for ±X' is the number per arm "
-        "that would detect the "
-        "task's target effect at that level, under the same variance model (a corpus metric's test-set variance "
-        "does not shrink with seeds).",
+        "at the level one rejection needs after the correction (alpha divided by the differences family's size: "
+        "the first step of Holm and of Benjamini–Hochberg), simulated through the test the verdict uses (Welch "
+        "over the observed seed spreads, a corpus metric's test-set variance added, permutation-checked with "
+        "unequal arms); 'no difference larger than X could be detected' is not evidence of no difference. Where X "
+        "exceeds the metric's whole range, the design detects no difference the metric can show, and the report "
+        "says so. 'seeds for ±X' (the task's target effect) and a finding's power for its published effect come "
+        "from the same model at the same level (a corpus metric's test-set variance does not shrink with seeds).",
         "- Equivalence only by TOST (two one-sided tests) against a margin declared per task in the experiment file.",
         "- Placebos: variant pairs proven to compute one function and trained alike measure the noise floor.",
         "- Steps to threshold: Kaplan–Meier median over finished runs (a run that never reaches it is censored at "
