@@ -63,9 +63,19 @@ def test_the_verdicts_and_their_adjustment():
 
 
 def test_rank_correlation_of_effects():
-    assert rank_correlation([1, 2, 3, 4], [10, 20, 30, 40]).rho == pytest.approx(1.0)
-    assert rank_correlation([1, 2, 3, 4], [4, 3, 2, 1]).rho == pytest.approx(-1.0)
-    assert math.isnan(rank_correlation([1, math.nan], [1, 2]).rho)
+    base = [0.0, 0.1, -0.1, 0.05, -0.05]
+
+    def arms(effects):
+        return base, {f"v{i}": [e + x for x in base] for i, e in enumerate(effects)}
+
+    same = rank_correlation(arms([1, 2, 3, 4]), arms([10, 20, 30, 40]))
+    assert same.rho == pytest.approx(1.0) and same.n == 4
+    assert same.ci_low == pytest.approx(1.0) and same.ci_high == pytest.approx(1.0)  # noise far below the gaps
+    assert rank_correlation(arms([1, 2, 3, 4]), arms([4, 3, 2, 1])).rho == pytest.approx(-1.0)
+    noisy = rank_correlation((base, {f"v{i}": [e + 3 * x for x in base] for i, e in enumerate([1, 1.1, 1.2, 1.3])}),
+                             arms([10, 20, 30, 40]))
+    assert noisy.rho == pytest.approx(1.0) and noisy.ci_low < 0.5  # overlapping effects: the ranks are not known
+    assert math.isnan(rank_correlation(arms([1, 2]), arms([1, 2])).rho)  # fewer than 3 variants
 
 
 TWO_BUDGETS = """

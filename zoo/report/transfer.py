@@ -46,6 +46,11 @@ def analyse_transfer(transfer: Transfer, first: TaskAnalysis, second: TaskAnalys
         (base_a, var_a), (base_b, var_b) = first.comparisons[variant].per_seed, second.comparisons[variant].per_seed
         analysis.rows[variant] = compare_interaction(base_a, var_a, base_b, var_b, margin=margin or math.inf,
                                                      alpha=alpha, min_seeds=min_seeds)
-    analysis.correlation = rank_correlation([i.effect_a for i in analysis.rows.values()],
-                                            [i.effect_b for i in analysis.rows.values()])
+    analysis.correlation = rank_correlation(*(_arms(side, list(analysis.rows)) for side in (first, second)))
     return analysis
+
+
+def _arms(side: TaskAnalysis, variants: list[str]):
+    """A side's per-seed primary scores: its baseline's, and each variant's (those of its own comparisons)."""
+    baseline = side.comparisons[variants[0]].per_seed[0] if variants else ()
+    return baseline, {v: side.comparisons[v].per_seed[1] for v in variants}

@@ -108,14 +108,41 @@ def adjusted(interaction: Interaction, p_adjusted: float, tost_adjusted: float) 
 @dataclass(frozen=True)
 class RankCorrelation:
     rho: float
-    p_value: float
+    ci_low: float  # seed-bootstrap 95% interval: the effects are estimates, not fixed points
+    ci_high: float
     n: int
 
 
-def rank_correlation(effects_a: Sequence[float], effects_b: Sequence[float]) -> RankCorrelation:
-    """Spearman's rho of the variants' effects on the two tasks (pairs with a NaN dropped)."""
-    pairs = [(a, b) for a, b in zip(effects_a, effects_b) if not (math.isnan(a) or math.isnan(b))]
-    if len(pairs) < 3:
-        return RankCorrelation(math.nan, math.nan, len(pairs))
-    result = scipy_stats.spearmanr([a for a, _ in pairs], [b for _, b in pairs])
-    return RankCorrelation(float(result.statistic), float(result.pvalue), len(pairs))
+Arms = tuple[Sequence[float], dict[str, Sequence[float]]]  # a task's baseline seeds, each variant's seeds
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 20261127
+
+
+def rank_correlation(first: Arms, second: Arms, resamples: int = BOOTSTRAP_RESAMPLES,
+                     seed: int = BOOTSTRAP_SEED) -> RankCorrelation:
+    """Spearman's rho of the variants' effects (mean variant - mean baseline, per task) on the two tasks, with
+    a percentile interval from resampling the seeds within every arm (one baseline draw per task serves all
+    its variants, as one baseline does): Spearman's own p would treat noisy effects as fixed points. Variants
+    with fewer than 2 seeds in an arm on either task are left out."""
+    base_a, arms_a = first
+    base_b, arms_b = second
+    names = [v for v in arms_a if v in arms_b and min(len(arms_a[v]), len(arms_b[v])) >= 2]
+    if len(names) < 3 or min(len(base_a), len(base_b)) < 2:
+        return RankCorrelation(math.nan, math.nan, math.nan, len(names))
+    rng = np.random.default_rng(seed)
+
+    def effects(base, arms, draw: bool) -> np.ndarray:  # (resamples, variants), or (1, variants)
+        def means(values) -> np.ndarray:
+            values = np.asarray(values, dtype=float)
+            if not draw:
+                return np.array([values.mean()])
+            return values[rng.integers(0, len(values), (resamples, len(values)))].mean(axis=1)
+        baseline = means(base)
+        return np.stack([means(arms[v]) - baseline for v in names], axis=1)
+
+    rho = float(scipy_stats.spearmanr(effects(base_a, arms_a, False)[0], effects(base_b, arms_b, False)[0]).statistic)
+    a, b = effects(base_a, arms_a, True), effects(base_b, arms_b, True)
+    ranks_a, ranks_b = scipy_stats.rankdata(a, axis=1), scipy_stats.rankdata(b, axis=1)
+    drawn = np.array([np.corrcoef(x, y)[0, 1] for x, y in zip(ranks_a, ranks_b)])  # Spearman: Pearson of ranks
+    low, high = np.nanpercentile(drawn, [2.5, 97.5])
+    return RankCorrelation(rho, float(low), float(high), len(names))

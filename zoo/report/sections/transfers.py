@@ -107,8 +107,9 @@ def transfer_section(analyses: list[TransferAnalysis], experiment_name: str, min
                   md_table(*transfer_rows(analysis, min_seeds)), ""]
         c = analysis.correlation
         if c is not None and not math.isnan(c.rho):
-            lines += [f"Spearman's rank correlation of the {c.n} effects between the tasks: ρ = {c.rho:+.2f} "
-                      f"(p {fmt_p(c.p_value)}, descriptive).", ""]
+            lines += [f"Spearman's rank correlation of the {c.n} effects between the tasks: ρ = {c.rho:+.2f}, 95% "
+                      f"interval [{c.ci_low:+.2f}, {c.ci_high:+.2f}] from resampling the seeds of every arm "
+                      "(descriptive: the effects are estimates, and the factors were not chosen at random).", ""]
         stem = file_stem(f"transfer-{a}-{b}")
         png = transfer_plot(analysis, experiment_name, out_dir / "plots" / f"{stem}.png")
         lines += [f"![{a} → {b}: effects]({png.relative_to(out_dir).as_posix()})", ""]
