@@ -282,3 +282,20 @@ def test_the_seeds_a_published_effect_would_need():
     assert needed[("swiglu", 0.4)] == 63
     assert all(needed[key] is None for key in (("learned-positions", -0.1), ("pre-norm", 0.27), ("rmsnorm", 0.2)))
     assert not math.isnan(task("ablations", "multi30k-de-en").comparisons["rotary"].level)
+
+
+# -- costs quoted in the README and reports/README --------------------------------------------------------------
+def test_what_the_quickstart_runs_cost():
+    said(README, "the 15 runs trained 517-694 s in all, reports/quickstart*/results.csv)")
+    totals = [pd.read_csv(ROOT / "reports" / name / "results.csv").train_seconds.sum()
+              for name in ("quickstart", "quickstart-seeds-5-9", "quickstart-seeds-10-14")]
+    assert (int(min(totals)), math.ceil(max(totals))) == (517, 694)  # the range, outward
+
+
+def test_what_a_gpu_run_cost():
+    said(REPORTS, "over all 80 Multi30k runs it trained (8 to 16 at once) a run took 114–238 s of training "
+                  "(median 141 s)")
+    frames = [pd.read_csv(ROOT / "reports" / name / "results.csv") for name in ("ablations", "five-writeups")]
+    gpu = pd.concat([f[f.device.astype(str).str.startswith("cuda") & f.task.str.startswith("multi30k")]
+                     for f in frames]).train_seconds
+    assert (len(gpu), round(gpu.min()), round(gpu.max()), round(gpu.median())) == (80, 114, 238, 141)
