@@ -30,6 +30,15 @@ def test_list_shows_every_slot_and_preset(capsys):
         assert preset in out
 
 
+def test_list_shows_a_factory_made_default_as_its_value(capsys, monkeypatch):
+    """A field whose default comes from a factory (residual's dropout_on) lists that default, not pydantic's
+    'PydanticUndefined' placeholder (issue 35, item 8)."""
+    monkeypatch.setenv("COLUMNS", "300")
+    code, out, _ = run(capsys, "list", "residual.*")
+    assert code == 0 and "Undefined" not in out
+    assert "dropout_on=['self_attn', 'cross_attn', 'ffn']" in " ".join(out.split())
+
+
 def test_list_filters_with_wildcards(capsys):
     code, out, _ = run(capsys, "list", "attention.*")
     assert code == 0 and "attention.matmul" in out and "ffn.linear" not in out and "paper-base" not in out

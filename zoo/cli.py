@@ -52,8 +52,9 @@ def _options(entry) -> str:
 
 
 def _defaults(fields: dict) -> str:
-    """'name=default, ...' of a pydantic model's fields (a required one by its name alone)."""
-    return ", ".join(f"{k}={f.default!r}" if f.default is not None or not f.is_required() else k
+    """'name=default, ...' of a pydantic model's fields (a required one by its name alone; a default made by a
+    factory shown as the value it makes)."""
+    return ", ".join(k if f.is_required() else f"{k}={f.get_default(call_default_factory=True)!r}"
                      for k, f in fields.items())
 
 
