@@ -214,3 +214,58 @@ def test_each_verdict_family_keeps_its_false_discovery_rate(method):
     assert np.mean(false_differences) <= limit and np.mean(false_equivalences) <= limit
     differences_found, equivalences_found = np.mean(found, axis=0)
     assert differences_found > 4 and equivalences_found > 0.5  # discoveries for the false ones to hide among
+
+
+def test_the_tost_interval_is_welchs_90_percent_interval():
+    """Known answer from scipy, not from zoo: the TOST at alpha 0.05 is decided by the 90% Welch interval
+    (a 95% one would pass the 90%/95% slip the review found unpinned)."""
+    base, var = [20.0, 21.0, 19.5, 22.0, 20.5], [20.4, 21.9, 20.1, 22.6, 21.3]
+    result = tost(base, var, margin=2.0)
+    low, high = scipy_stats.ttest_ind(var, base, equal_var=False).confidence_interval(0.90)
+    assert (result.ci_low, result.ci_high) == (pytest.approx(low), pytest.approx(high))
+    # and its p is the larger one-sided p, each from scipy's own one-sided Welch test against a shifted arm
+    p_lower = scipy_stats.ttest_ind([v + 2.0 for v in var], base, equal_var=False, alternative="greater").pvalue
+    p_upper = scipy_stats.ttest_ind([v - 2.0 for v in var], base, equal_var=False, alternative="less").pvalue
+    assert result.p_value == pytest.approx(max(p_lower, p_upper))
+
+
+def test_the_interaction_interval_worked_by_hand():
+    """Δ_B − Δ_A of four arms, its standard error, Welch–Satterthwaite df over the four variances, and the 95%
+    interval (not 90%) at alpha 0.05, computed here from the formulas, not through zoo."""
+    from zoo.stats.transfer import compare_interaction
+
+    arms = ([30.0, 30.4, 29.8, 30.2, 30.1], [32.0, 32.5, 31.7, 32.1, 32.4],
+            [33.0, 33.6, 32.8, 33.1, 33.5], [34.2, 34.0, 34.9, 34.4, 34.1])
+    means = [np.mean(a) for a in arms]
+    parts = [np.var(a, ddof=1) / len(a) for a in arms]
+    se = math.sqrt(sum(parts))
+    df = sum(parts) ** 2 / sum(p ** 2 / (len(a) - 1) for p, a in zip(parts, arms))
+    estimate = (means[3] - means[2]) - (means[1] - means[0])
+    half = scipy_stats.t.ppf(0.975, df) * se
+    found = compare_interaction(*arms, margin=1.0, alpha=0.05)
+    assert found.difference == pytest.approx(estimate) and found.df == pytest.approx(df)
+    assert (found.ci_low, found.ci_high) == (pytest.approx(estimate - half), pytest.approx(estimate + half))
+    assert found.p_value == pytest.approx(2 * scipy_stats.t.sf(abs(estimate) / se, df))
+
+
+def test_the_permutation_p_counts_the_observed_split_worked_by_hand():
+    """2 v 3 seeds have 10 splits. Separated arms: only the observed split (and none other) reaches the observed
+    |t|, so p = 1/10, the floor; the observed split is counted, so p is never 0."""
+    base, var = np.array([1.0, 2.0]), np.array([10.0, 11.0, 12.5])
+    from itertools import combinations
+
+    pooled = np.concatenate([base, var])
+    observed = abs(scipy_stats.ttest_ind(var, base, equal_var=False).statistic)
+    count = 0
+    for chosen in combinations(range(5), 2):
+        rest = [i for i in range(5) if i not in chosen]
+        t = abs(scipy_stats.ttest_ind(pooled[rest], pooled[list(chosen)], equal_var=False).statistic)
+        count += t >= observed - 1e-12
+    assert permutation_p(base, var) == pytest.approx(count / 10) == pytest.approx(0.1)
+
+
+def test_power_at_three_against_ten_seeds_is_the_simulated_power():
+    """Unequal arms as stalls leave them (3 v 10): power_at against the test's own error rate measured the long
+    way (scipy's Welch and an exact permutation check over all 286 splits)."""
+    expected = _measured_power(2.0, 1.0, 1.0, 10, 3, runs=1500, seed=8)
+    assert power_at(Design(1.0, 1.0, 10, 3), 2.0) == pytest.approx(expected, abs=0.05)
