@@ -9,6 +9,7 @@ the verdicts the two families changed (issue 36; the rest of the documents' resu
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from functools import lru_cache
@@ -299,3 +300,26 @@ def test_what_a_gpu_run_cost():
     gpu = pd.concat([f[f.device.astype(str).str.startswith("cuda") & f.task.str.startswith("multi30k")]
                      for f in frames]).train_seconds
     assert (len(gpu), round(gpu.min()), round(gpu.max()), round(gpu.median())) == (80, 114, 238, 141)
+
+
+def test_the_wmt_samples_failure():
+    said(REPORTS, "At 12000 steps, 51 epochs over its 9,000 pairs, the baseline's chrF (23.75) clears the copy "
+                  "floor but its BLEU (2.15) is still below copying's 2.83;")
+    records = [json.loads(path.read_text()) for path in
+               sorted((ROOT / "reports" / "budget-pilot-wmt" / "records" / "baseline-12000").glob("*/seed-*.json"))]
+    floor = json.loads((ROOT / "reports" / "budget-pilot-wmt" / "records" / ".floors" / "wmt10k-en-de.json")
+                       .read_text())
+    chrf, bleu = np.mean([r["test"]["chrf"] for r in records]), np.mean([r["test"]["bleu"] for r in records])
+    assert len(records) == 3 and round(chrf, 2) == 23.75 and round(bleu, 2) == 2.15
+    assert {round(r["summary"]["epochs"]) for r in records} == {51}
+    copy = floor["systems"]["copy-source"]["test"]  # copying the source: the task's trivial floor
+    assert chrf > copy["chrf"] and bleu < copy["bleu"] and round(copy["bleu"], 2) == 2.83
+
+
+def test_no_wmt14_subset_was_studied():
+    said(README, "No WMT14 news subset was studied here: every translation result is Multi30k's")
+    said(REPORTS, "No WMT14 news subset was studied here")
+    tasks = {task.name for path in (ROOT / "experiments").glob("*.toml")
+             for task in load_experiment(path).config.tasks}
+    assert not any(name.split(":")[0].startswith("wmt14") for name in tasks)
+    assert {name.split(":")[0] for name in tasks if ":" in name} == {"multi30k", "wmt-ende-10k"}
