@@ -323,3 +323,19 @@ def test_no_wmt14_subset_was_studied():
              for task in load_experiment(path).config.tasks}
     assert not any(name.split(":")[0].startswith("wmt14") for name in tasks)
     assert {name.split(":")[0] for name in tasks if ":" in name} == {"multi30k", "wmt-ende-10k"}
+
+
+def test_every_arm_trained_at_the_baselines_learning_rate():
+    said(REPORTS, "Every arm trained at the baseline's peak learning rate, 2e-3, which a one-seed pilot of the "
+                  "baseline alone checked against 1e-3, 5e-3 and 1e-2 (`lr-pilot/`); no variant's own best rate "
+                  "was searched")
+    for name in ("ablations", "transfer", "five-writeups"):
+        experiment = load_experiment(ROOT / "experiments" / f"{name}.toml")
+        for task_entry in experiment.config.tasks:
+            if ":" in task_entry.name:  # the translation tasks
+                rates = {experiment.train_config(task_entry, 0, v.label).lr for v in experiment.config.variants}
+                assert rates == {2e-3}, (name, task_entry.key, rates)
+    pilot = load_experiment(ROOT / "experiments" / "lr-pilot.toml")
+    assert pilot.config.seeds == [0] and len({spec.digest() for spec in pilot.specs.values()}) == 1  # the baseline
+    rates = {pilot.train_config(pilot.config.tasks[0], 0, v.label).lr for v in pilot.config.variants}
+    assert rates == {1e-3, 2e-3, 5e-3, 1e-2}
