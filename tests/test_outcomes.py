@@ -17,10 +17,10 @@ from zoo.stats.outcomes import (
     compare_failures,
     curve_area,
     first_reach,
+    fisher_p,
     instability_rate,
     late_change,
     logrank,
-    newcombe,
     time_to_threshold,
 )
 
@@ -85,11 +85,39 @@ def test_curve_area():
     assert math.isnan(curve_area([0], [1]))
 
 
-def test_newcombe_interval_matches_the_published_example():
-    # Newcombe (1998), Statistics in Medicine 17:873-890: 56/70 vs 48/80, method 10 gives 0.0524 to 0.3339
-    low, high = newcombe(48, 80, 56, 70)
-    assert (round(low, 4), round(high, 4)) == (0.0524, 0.3339)
-    assert newcombe(0, 5, 5, 5)[1] == 1.0  # stays inside [-1, 1] at the extremes
+def test_fishers_test_and_its_interval_known_answers():
+    """R's fisher.test on the tea-tasting table [[3, 1], [1, 3]] (its documentation's example): p 0.4857,
+    conditional MLE odds ratio 6.408. The interval's ends are checked against their defining equations with
+    the noncentral hypergeometric distribution (R's documented 621.93 upper end is its root finder's
+    tolerance: P(X <= 3) there is 0.0252, not 0.025)."""
+    from scipy.stats import nchypergeom_fisher
+
+    test = compare_failures(1, 4, 3, 4)  # variant 3 of 4 unstable, baseline 1 of 4
+    assert test.p_value == pytest.approx(17 / 35) and test.odds_ratio == pytest.approx(6.408, abs=1e-3)
+    assert nchypergeom_fisher.sf(2, 8, 4, 4, test.odds_low) == pytest.approx(0.025)  # P(X >= 3) at the low end
+    assert nchypergeom_fisher.cdf(3, 8, 4, 4, test.odds_high) == pytest.approx(0.025)  # P(X <= 3) at the high end
+    assert test.difference == 0.5
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.01])
+def test_the_test_rejects_exactly_when_its_interval_leaves_out_one(alpha):
+    """Every table of up to 6 runs an arm: the decision and the interval never disagree (Newcombe's interval of
+    the difference and scipy's minimum-likelihood Fisher p did in 1-6.5% of null tables)."""
+    for n_b in range(1, 7):
+        for n_v in range(1, 7):
+            for b in range(n_b + 1):
+                for v in range(n_v + 1):
+                    test = compare_failures(b, n_b, v, n_v, alpha)
+                    rejects = test.p_value < alpha
+                    assert rejects == (test.odds_low > 1 or test.odds_high < 1), (b, n_b, v, n_v)
+
+
+def test_fisher_p_is_twice_the_smaller_one_sided_p():
+    table = [[4, 2], [0, 6]]
+    less = scipy_stats.fisher_exact(table, alternative="less")[1]
+    greater = scipy_stats.fisher_exact(table, alternative="greater")[1]
+    assert fisher_p(table) == pytest.approx(min(1, 2 * min(less, greater)))
+    assert fisher_p([[3, 3], [3, 3]]) == 1.0
 
 
 def test_late_change_is_the_move_over_the_last_quarter():

@@ -401,7 +401,7 @@ def test_in_a_real_experiment_the_placebo_is_equivalent_and_the_real_effect_is_c
     placebo = found.comparisons["pre-norm-conv1d"]
     assert placebo.verdict == "no detectable difference" and placebo.equivalence.equivalent
     assert found.failure_adjusted["post-norm"] < 0.05 and found.failure_tests["post-norm"].difference > 0
-    assert found.failure_tests["post-norm"].ci_low > 0  # the interval of the effect excludes no effect
+    assert found.failure_tests["post-norm"].odds_low > 1  # the interval of the effect excludes no effect
 
 
 def test_the_committed_quickstart_report_regenerates_from_its_records(tmp_path, monkeypatch):
@@ -640,14 +640,13 @@ def test_strings_from_records_cannot_reshape_the_report(fake, tmp_path):
     assert "Evil CPU ## Injected heading &lt;script&gt;alert(1)&lt;/script&gt;" in text
 
 
-def test_an_interval_that_disagrees_with_fishers_test_is_said_so():
-    from zoo.report.tables import disagreement
+def test_the_outcomes_table_gives_the_interval_its_test_inverts():
+    from zoo.report.tables import fmt_odds
     from zoo.stats.outcomes import compare_failures
 
-    test = compare_failures(0, 6, 4, 6)  # the audit's table: p 0.061, interval [+13, +90]
-    assert 0.05 < test.p_value < 0.07 and test.ci_low > 0
-    assert "interval excludes 0 while Fisher's exact test does not reject: the test decides" in disagreement(test, 0.05)
-    assert disagreement(compare_failures(0, 6, 6, 6), 0.05) == ""
+    test = compare_failures(0, 6, 4, 6)  # the audit's table, where Newcombe's interval and the test disagreed
+    assert 0.05 < test.p_value < 0.07 and test.odds_low < 1  # neither rejects now
+    assert fmt_odds(test) == f"∞ [{test.odds_low:.3g}, ∞]"
 
 
 def test_a_quality_verdict_among_trained_seeds_says_so(report):

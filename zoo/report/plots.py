@@ -123,8 +123,8 @@ def seed_values(experiment: Experiment, analysis: TaskAnalysis, analyst: Analyst
 
 def effects(experiment: Experiment, analysis: TaskAnalysis, path: Path) -> Path:
     """Forest plots against the baseline: the primary metric's difference with its 95% CI and the
-    equivalence margin as a band (left); the difference in the share of unstable runs with its
-    Newcombe interval (right). Labels carry the verdicts."""
+    equivalence margin as a band (left); the difference in the share of unstable runs (right: its test and
+    the odds-ratio interval that test inverts are in the outcomes table). Labels carry the verdicts."""
     task = analysis.task
     rows = list(analysis.comparisons.items())
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 1.6 + 0.5 * max(len(rows), 1)), sharey=True)
@@ -138,10 +138,8 @@ def effects(experiment: Experiment, analysis: TaskAnalysis, path: Path) -> Path:
             left.errorbar(r.difference, y, xerr=[[r.difference - r.ci_low], [r.ci_high - r.difference]], fmt="o",
                           color="black", capsize=3)
         test = analysis.failure_tests.get(variant)
-        if test is not None and not math.isnan(test.difference):
-            right.errorbar(100 * test.difference, y, xerr=[[100 * (test.difference - test.ci_low)],
-                                                           [100 * (test.ci_high - test.difference)]],
-                           fmt="s", color="firebrick", capsize=3)
+        if test is not None and not math.isnan(test.difference):  # the interval that decides is the odds ratio's
+            right.scatter([100 * test.difference], [y], marker="s", color="firebrick")
     band = ""
     if task.margin is not None:  # named in the axis label: a legend inside the axes can hide a point
         left.axvspan(-task.margin, task.margin, color="green", alpha=0.12)
@@ -154,7 +152,7 @@ def effects(experiment: Experiment, analysis: TaskAnalysis, path: Path) -> Path:
     left.set(xlabel=f"Δ test {label(metric)} vs {experiment.config.baseline_label} ({unit(metric)}){band}",
              title="quality of the runs that trained (95% CI; hollow: no verdict)")
     right.set(xlabel=f"Δ share of unstable runs vs {experiment.config.baseline_label} (points)",
-              title="instability: stalled + diverged (95% CI)")
+              title="instability: stalled + diverged (the tests and their intervals: the outcomes table)")
     for ax in (left, right):
         ax.axvline(0, color="grey", linewidth=1)
         ax.grid(axis="x", alpha=0.3)

@@ -158,21 +158,20 @@ def verdict_text(comparison: Comparison, min_seeds: int, short: bool = False) ->
     return f"no difference {larger_than} could be detected ({result.n_baseline} v {result.n_variant} seeds)"
 
 
-def disagreement(test: oc.FailureComparison | None, alpha: float) -> str:
-    """Newcombe's interval and Fisher's exact test answer differently in a few tables (4/6 v 0/6: p 0.061,
-    interval [+13, +90]); the row then says so, and that the test decides."""
-    if test is None or math.isnan(test.p_value) or math.isnan(test.ci_low):
-        return ""
-    excludes = test.ci_low > 0 or test.ci_high < 0
-    if excludes == (test.p_value < alpha):
-        return ""
-    return (f" (Newcombe's interval {'excludes' if excludes else 'includes'} 0 while Fisher's exact test "
-            f"{'does not reject' if excludes else 'rejects'}: the test decides)")
+def fmt_odds(test: oc.FailureComparison | None) -> str:
+    """'odds ratio [95% CI]' of an instability test: the exact conditional interval, which the test inverts
+    (it rejects exactly when the interval leaves out 1)."""
+    if test is None or math.isnan(test.p_value):
+        return "—"
+
+    def number(x: float) -> str:
+        return "∞" if math.isinf(x) else f"{x:.3g}"
+    return f"{number(test.odds_ratio)} [{number(test.odds_low)}, {number(test.odds_high)}]"
 
 
 def outcome_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
     header = ["variant", "complete", "stalled", "diverged", "failed", "unstable (stalled + diverged)",
-              "Δ unstable [95% CI]", "vs baseline: Fisher p", "adjusted p", "verdict",
+              "Δ unstable", "odds ratio [95% CI]", "vs baseline: Fisher p", "adjusted p", "verdict",
               "detectable rise (80% power, at the corrected level)"]
     rows = []
     for variant in (v.label for v in experiment.config.variants):
@@ -187,10 +186,8 @@ def outcome_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[list[s
             verdict = ("**more unstable**" if test.difference > 0 else "**less unstable**") \
                 if adjusted < experiment.config.analysis.alpha else "no detectable difference"
         name = variant + (" (baseline)" if variant == experiment.config.baseline_label else "")
-        change = "—" if test is None or math.isnan(test.difference) else \
-            f"{100 * test.difference:+.0f} points [{100 * test.ci_low:+.0f}, {100 * test.ci_high:+.0f}]"
-        change += disagreement(test, experiment.config.analysis.alpha)
-        rows.append([name, *cells, fmt_rate(analysis.instability[variant]), change,
+        change = "—" if test is None or math.isnan(test.difference) else f"{100 * test.difference:+.0f} points"
+        rows.append([name, *cells, fmt_rate(analysis.instability[variant]), change, fmt_odds(test),
                      fmt_p(test.p_value) if test else "—", fmt_p(adjusted), verdict, fmt_rise(test)])
     return header, rows
 

@@ -12,7 +12,9 @@ def method_section(report: Report) -> list[str]:
         "- The seed is the unit of evidence: each run gives one number per metric; variants are compared over seeds.",
         "- Outcomes: complete, stalled (complete but the primary validation metric ended below the task's floor), "
         "diverged (a non-finite loss), failed (raised). Quality uses complete runs only; instability (stalled + "
-        "diverged) has a Clopper–Pearson interval and is compared with the baseline by Fisher's exact test; "
+        "diverged) has a Clopper–Pearson interval and is compared with the baseline by Fisher's exact test (central: "
+        "twice the smaller one-sided p), beside the exact conditional interval of the odds ratio, which is that "
+        "test inverted (the test rejects exactly when the interval leaves out 1); "
         "'detectable rise' is the smallest increase of the unstable share over the baseline's that the test "
         "finds with 80% power at the level one rejection needs after the correction (alpha / the instability family; "
         "exact binomial power); 'cannot reject after correction' where no outcome of the runs could reach it.",
