@@ -647,6 +647,7 @@ def test_the_outcomes_table_gives_the_interval_its_test_inverts():
     test = compare_failures(0, 6, 4, 6)  # the audit's table, where Newcombe's interval and the test disagreed
     assert 0.05 < test.p_value < 0.07 and test.odds_low < 1  # neither rejects now
     assert fmt_odds(test) == f"∞ [{test.odds_low:.3g}, ∞]"
+    assert fmt_odds(compare_failures(0, 6, 0, 6)) == "none [0, ∞]"  # no unstable run anywhere: no estimate
 
 
 def test_a_quality_verdict_among_trained_seeds_says_so(report):

@@ -166,7 +166,9 @@ def fmt_odds(test: oc.FailureComparison | None) -> str:
 
     def number(x: float) -> str:
         return "∞" if math.isinf(x) else f"{x:.3g}"
-    return f"{number(test.odds_ratio)} [{number(test.odds_low)}, {number(test.odds_high)}]"
+    # no unstable run in either arm (or every run in both): the odds ratio has no estimate, its interval all
+    estimate = "none" if math.isnan(test.odds_ratio) else number(test.odds_ratio)
+    return f"{estimate} [{number(test.odds_low)}, {number(test.odds_high)}]"
 
 
 def outcome_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
