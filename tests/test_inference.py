@@ -99,9 +99,12 @@ def test_power_is_the_power_of_the_test_the_verdict_uses(effect, sds, arms, leve
 
 
 def test_detectable_and_seeds_invert_power():
-    design = Design(1.0, 2.0, 5, 7)
+    design = Design(1.0, 2.0, 5, 7)  # unequal arms: found to 2%, from Welch's answer up
     mde = detectable_at(design)
-    assert power_at(design, mde) >= 0.8 > power_at(design, mde * 0.99)
+    assert power_at(design, mde) >= 0.8 > power_at(design, mde / 1.02)
+    assert power_at(design, mde, permuted=False) >= power_at(design, mde)  # the check only takes rejections away
+    equal = Design(1.0, 2.0, 6, 6)
+    assert power_at(equal, detectable_at(equal)) >= 0.8 > power_at(equal, detectable_at(equal) * 0.999)
     n = seeds_at(Design(1.0, 1.0, 5, 5), 1.5)
     assert power_at(Design(1, 1, n, n), 1.5) >= 0.8 > power_at(Design(1, 1, n - 1, n - 1), 1.5)
     assert seeds_at(Design(1.0, 1.0, 5, 5), 0.01, max_seeds=20) is None
