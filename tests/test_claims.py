@@ -339,3 +339,44 @@ def test_every_arm_trained_at_the_baselines_learning_rate():
     assert pilot.config.seeds == [0] and len({spec.digest() for spec in pilot.specs.values()}) == 1  # the baseline
     rates = {pilot.train_config(pilot.config.tasks[0], 0, v.label).lr for v in pilot.config.variants}
     assert rates == {1e-3, 2e-3, 5e-3, 1e-2}
+
+
+# -- instability (README's quickstart paragraph, reports/README's stability sections) ---------------------------
+def _unstable(test) -> str:
+    """How the prose quotes an instability test: its difference and the odds-ratio interval that decides."""
+    high = "∞" if math.isinf(test.odds_high) else f"{test.odds_high:.3g}"
+    estimate = "∞" if math.isinf(test.odds_ratio) else f"{test.odds_ratio:.3g}"
+    return f"{100 * test.difference:+.0f} points, odds ratio {estimate} [{test.odds_low:.3g}, {high}]"
+
+
+@pytest.mark.parametrize("name, key, variant, cell", [
+    ("quickstart", "copy", "post-norm", "5/5 vs 0/5, {}, adjusted p 0.016: **more unstable**"),
+    ("stability", "copy-w0-lr1e-2", "post-norm", "**6/6 v 0/6**: {}, adjusted p 0.019: **post-norm more unstable**"),
+    ("stability-depth", "copy", "post-norm-12", "**more unstable**, {}, adjusted p 0.001"),
+])
+def test_an_instability_verdict_as_quoted(name, key, variant, cell):
+    analysis = task(name, key)
+    test = analysis.failure_tests[variant]
+    said(REPORTS, cell.format(_unstable(test)))
+    assert analysis.failure_adjusted[variant] < 0.05 and test.odds_low > 1
+    assert f"{analysis.failure_adjusted[variant]:.3f}" in cell
+    if name == "quickstart":
+        said(README, f"(**more unstable**, {_unstable(test)}, adjusted p 0.016)")
+
+
+def test_the_stability_table_quotes_its_report():
+    lines = [line for line in REPORTS.read_text().splitlines() if line.startswith(("| 1e-3 |", "| 3e-3 |"))]
+    cells = {(line.split("|")[1].strip(), w): cell.strip()
+             for line in lines for w, cell in zip((0, 50, 200), line.split("|")[2:5])}
+    for (lr, warmup), cell in cells.items():
+        c = task("stability", f"copy-w{warmup}-lr{lr}").comparisons["post-norm"]
+        assert _numbers(cell)[:3] == [round(c.result.difference, 1 if abs(c.result.difference) > 1.1 else 2),
+                                      *(round(x, 1 if abs(c.result.difference) > 1.1 else 2)
+                                        for x in (c.result.ci_low, c.result.ci_high))], cell
+        detectable = re.search(r"> (\d+\.\d) detectable", cell)
+        if detectable:
+            assert float(detectable.group(1)) == round(c.mde, 1) and verdict_class(c) == "undecided"
+        else:
+            assert "**equivalent**" in cell and verdict_class(c) == "equivalent"
+        for quoted in re.findall(r"adjusted p (0\.\d{3})", cell):
+            assert float(quoted) in (round(c.result.p_adjusted, 3), round(c.equivalence.p_adjusted, 3))
