@@ -46,7 +46,7 @@ def test_the_registry_refuses_a_taken_name_and_a_foreign_class():
 def test_an_unknown_metric_is_one_line_naming_the_valid_ones():
     with pytest.raises(RegistryError) as err:
         metrics.get("blue")
-    assert "unknown metric 'blue'; valid: bleu, bleu_lowercase, chrf" in str(err.value)
+    assert "unknown metric 'blue'; did you mean 'bleu'? (valid: bleu, bleu_lowercase, chrf" in str(err.value)
     assert "\n" not in str(err.value)
 
 

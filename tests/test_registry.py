@@ -189,3 +189,21 @@ def test_user_component_is_usable_without_touching_core(tiny, batch):
 def test_slot_params_base_is_frozen_and_strict():
     assert SlotParams.model_config["extra"] == "forbid"
     assert SlotParams.model_config["frozen"] is True
+
+
+def test_an_unknown_name_suggests_the_closest_and_says_where_names_come_from():
+    """A name not found is most often a plugin not loaded (issue 35, item 2): every lookup error says so, with
+    the closest name where there is one."""
+    from zoo.data.tasks import task_class
+    from zoo.errors import RegistryError
+
+    with pytest.raises(RegistryError) as slot:
+        registry.slot("fnn")
+    with pytest.raises(RegistryError) as entry:
+        registry.get("ffn", "swiglux")
+    with pytest.raises(ValueError) as task:
+        task_class("sort-desc")
+    for err, close in ((slot, "'ffn'"), (entry, "'swiglu'"), (task, "'sort'")):
+        assert f"did you mean {close}?" in str(err.value)
+        assert "needs the plugin loaded: --plugin, $ZOO_PLUGINS or an installed package's entry point" in str(err.value)
+

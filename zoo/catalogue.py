@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Callable, Generic, TypeVar
 
-from zoo.errors import RegistryError
+from zoo.errors import RegistryError, not_found
 
 T = TypeVar("T", bound=type)
 
@@ -48,7 +48,7 @@ class Catalogue(Generic[T]):
         try:
             return self._entries[name]
         except (KeyError, TypeError):  # TypeError: a list or table where a name belongs
-            raise RegistryError(f"unknown {self.what} {name!r}; valid: {', '.join(self.names())}") from None
+            raise RegistryError(f"unknown {self.what} {name!r}{not_found(name, self.names())}") from None
 
     def names(self) -> list[str]:
         """Names in registration order: zoo's own first, then plugins' in the order they loaded."""

@@ -1,5 +1,16 @@
 """Every error a user can cause is a ZooError: the CLI prints its message on one line and exits 2."""
 
+import difflib
+
+
+def not_found(name: object, names: list[str]) -> str:
+    """What follows 'unknown X NAME' in every lookup error: the closest name, and where names come from (a
+    plugin that is not loaded is the usual reason a name is missing)."""
+    close = difflib.get_close_matches(str(name), names, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return (f"{hint} (valid: {', '.join(names)}; a name from a plugin needs the plugin loaded: --plugin, "
+            "$ZOO_PLUGINS or an installed package's entry point)")
+
 
 class ZooError(Exception):
     """Base class for errors caused by user input (specs, presets, overrides, pairings)."""

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, create_model
 
-from zoo.errors import RegistryError
+from zoo.errors import RegistryError, not_found
 
 
 class SlotParams(BaseModel):
@@ -103,7 +103,7 @@ class Registry:
         try:
             return self._slots[name]
         except KeyError:
-            raise RegistryError(f"unknown slot '{name}'; slots are: {', '.join(self._slots)}") from None
+            raise RegistryError(f"unknown slot '{name}'{not_found(name, list(self._slots))}") from None
 
     def slots(self) -> list[str]:
         return list(self._slots)
@@ -115,7 +115,7 @@ class Registry:
         except (KeyError, TypeError):  # TypeError: a list or table where a name belongs
             key = self._slots[slot].key
             raise RegistryError(
-                f"{slot}.{key}: unknown {slot} {name!r}; valid: {', '.join(sorted(entries))}"
+                f"{slot}.{key}: unknown {slot} {name!r}{not_found(name, sorted(entries))}"
             ) from None
 
     def names(self, slot: str) -> list[str]:

@@ -43,4 +43,6 @@ def task_class(name: str) -> type[Task]:
     close = difflib.get_close_matches(str(name), plain, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise ValueError(f"name: {name!r} is not a task{hint} (allowed: {', '.join(plain)}"
-                     + "".join(f", or {family}" for family in families) + ")")
+                     + "".join(f", or {family}" for family in families)
+                     + "; a task from a plugin needs the plugin loaded: --plugin, $ZOO_PLUGINS or an installed "
+                     "package's entry point)")
