@@ -380,3 +380,35 @@ def test_the_stability_table_quotes_its_report():
             assert "**equivalent**" in cell and verdict_class(c) == "equivalent"
         for quoted in re.findall(r"adjusted p (0\.\d{3})", cell):
             assert float(quoted) in (round(c.result.p_adjusted, 3), round(c.equivalence.p_adjusted, 3))
+
+
+# -- the literature side by side (reports/README) ---------------------------------------------------------------
+LITERATURE = {  # the table's factor -> (variant, the finding's variant and effect the published column quotes)
+    "rotary positions": ("rotary", ("scale", "rotary", 0.2)),
+    "learned positions": ("learned-positions", ("ablations", "learned-positions", -0.1)),
+    "label smoothing 0.1 (its removal)": ("no-label-smoothing", ("ablations", "no-label-smoothing", -0.5)),
+    "untied embeddings": ("sharing-none", None),
+    "pre-norm": ("pre-norm", ("ablations", "pre-norm", 0.27)),
+    "RMSNorm": ("rmsnorm", ("ablations", "rmsnorm", 0.52)),
+    "SwiGLU at equal parameters": ("swiglu", ("ablations", "swiglu", 0.40)),
+    "PreNorm + ScaleNorm + FixNorm": ("prenorm-scalenorm-fixnorm", ("ablations", "prenorm-scalenorm-fixnorm", 1.1)),
+}
+
+
+def test_the_literature_table_quotes_the_findings_and_the_reports():
+    rows = _table_after(REPORTS, "**The literature beside these numbers.**")
+    assert [row[0] for row in rows] == list(LITERATURE)
+    de, long = task("ablations", "multi30k-de-en").comparisons, task("ablations", "reverse-long").comparisons
+    for name, published, zoo_de, zoo_long, _ in rows:
+        variant, finding = LITERATURE[name]
+        for cell, c in ((zoo_de, de[variant]), (zoo_long, long[variant])):
+            r = c.result
+            assert _numbers(cell) == [round(r.difference, 2), round(r.ci_low, 2), round(r.ci_high, 2)], name
+        if finding is not None:  # the published effect is the one an experiment file declares, with its source
+            experiment, finding_variant, effect = finding
+            declared = [f for f in load_experiment(ROOT / "experiments" / f"{experiment}.toml").config.findings
+                        if f.variant == finding_variant and f.effect is not None]
+            assert any(math.isclose(f.effect, effect) and f.source.split(",")[0] in published for f in declared), name
+            assert f"{abs(effect):g}" in published.replace("0.40", "0.4").replace("1.10", "1.1"), name
+    said(REPORTS, "ten times the published gain, at a small model's early budget")
+    assert 9.5 < de["rotary"].result.difference / 0.2 < 11.5
