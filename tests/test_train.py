@@ -224,9 +224,9 @@ def test_resume_from_a_checkpoint_equals_an_uninterrupted_run(tmp_path, monkeypa
 
 def poison_loss(monkeypatch, from_step: int, value: float) -> None:
     """Multiply the loss by `value` (nan, inf) from the `from_step`-th step on (one batch a step here)."""
-    from zoo.train import loop
+    from zoo.train import step
 
-    real, calls = loop.training_loss, {"n": 0}
+    real, calls = step.training_loss, {"n": 0}
 
     def poisoned(*args, **kwargs):
         calls["n"] += 1
@@ -235,7 +235,7 @@ def poison_loss(monkeypatch, from_step: int, value: float) -> None:
             sums.loss = sums.loss * value
         return sums
 
-    monkeypatch.setattr(loop, "training_loss", poisoned)
+    monkeypatch.setattr(step, "training_loss", poisoned)
 
 
 def test_divergence_is_recorded_and_stops_cleanly(tmp_path, monkeypatch):

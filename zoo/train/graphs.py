@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from zoo.loss_fused import training_loss
+from zoo.train.step import optimizer_step
 
 Tensor = torch.Tensor
 
@@ -130,13 +130,9 @@ class GraphedSteps:
         return values
 
     def _compute(self, graph: _Graph) -> Tensor:
-        self.optimizer.zero_grad(set_to_none=True)
-        sums = training_loss(self.model, graph.src, graph.tgt_in, graph.tgt_out, self.pad, self.smoothing,
-                             kernels="fast", bf16=self.bf16)
-        (sums.loss / graph.total).backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_norm, foreach=True)
-        self.optimizer.step()
-        return torch.stack((sums.loss.detach().double(), sums.nll.detach().double(), grad_norm.detach().double()))
+        return optimizer_step(self.model, self.optimizer, [(graph.src, graph.tgt_in, graph.tgt_out)], graph.total,
+                              pad=self.pad, smoothing=self.smoothing, clip_norm=self.clip_norm, kernels="fast",
+                              bf16=self.bf16)
 
 
 def make_capturable(optimizer: torch.optim.Optimizer, lr: Tensor) -> None:

@@ -24,13 +24,13 @@ from zoo.data import Task, collate, token_batches
 from zoo.decode import DecodeConfig
 from zoo.errors import DataError
 from zoo.evaluate import evaluate, validation_loss
-from zoo.loss_fused import training_loss
 from zoo.rundir import METRICS, SPEC, SUMMARY, TASK, TRAIN, RunError, atomic_write, read_metrics, read_table, write_json
 from zoo.spec import ModelSpec
 from zoo.train import checkpoint as checkpoints
 from zoo.train.config import TrainConfig
 from zoo.train.graphs import CaptureError, GraphedSteps
 from zoo.train.schedule import learning_rate
+from zoo.train.step import optimizer_step
 from zoo.train.tensorboard import LiveTensorBoard
 
 
@@ -228,19 +228,11 @@ class Trainer:
                 return err.values, total, lr
         for group_ in optimizer.param_groups:
             group_["lr"] = lr
-        # float64 sums, added in the order Python added the floats they replace: the logged numbers stay the same
-        sums = torch.zeros(2, dtype=torch.float64, device=self.device)
-        optimizer.zero_grad(set_to_none=True)
-        for batch in collated:
-            src, tgt_in, tgt_out = (to_device(t, self.device) for t in batch)
-            step_sums = training_loss(model, src, tgt_in, tgt_out, pad, c.label_smoothing, kernels=c.kernels,
-                                      bf16=c.precision == "bf16")
-            (step_sums.loss / total).backward()
-            sums = sums + torch.stack((step_sums.loss.detach(), step_sums.nll.detach())).double()
+        batches = [tuple(to_device(t, self.device) for t in batch) for batch in collated]
         # the norm is logged either way; clip_norm 0 or None: measured, not clipped
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), c.clip_norm or math.inf)
-        optimizer.step()
-        return torch.cat((sums, grad_norm.detach().double().reshape(1))), total, lr
+        values = optimizer_step(model, optimizer, batches, total, pad=pad, smoothing=c.label_smoothing,
+                                clip_norm=c.clip_norm or math.inf, kernels=c.kernels, bf16=c.precision == "bf16")
+        return values, total, lr
 
     # -- evaluation ----------------------------------------------------------------------------
     def _evaluate(self, model, pos: Position) -> dict[str, Any]:
