@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -204,11 +205,15 @@ def test_a_transfer_across_experiments_names_what_is_wrong(tmp_path, experiment,
     (tmp_path / "other.toml").write_text(_one_budget("other", 400, 32).replace('name = "copy"', 'name = "reverse"'))
     (tmp_path / "wide.toml").write_text(_one_budget("wide", 400, 64, f'\n[[transfers]]\ntasks = ["copy", "copy"]\n'
                                                     f'experiment = "{experiment}"\n'))
-    with pytest.raises(ExperimentError, match=re_escape(message)):
+    with pytest.raises(ExperimentError, match=re.escape(message)):
         load_experiment(tmp_path / "wide.toml")
 
 
-def re_escape(text: str) -> str:
-    import re
+def test_experiments_that_refer_to_each_other_in_a_circle_are_one_error(tmp_path):
+    from zoo.experiment import ExperimentError, load_experiment
 
-    return re.escape(text)
+    for name, other in (("a", "b"), ("b", "a")):
+        (tmp_path / f"{name}.toml").write_text(_one_budget(name, 400, 32, f'\n[[transfers]]\ntasks = ["copy", "copy"]\n'
+                                                            f'experiment = "{other}.toml"\n'))
+    with pytest.raises(ExperimentError, match="cannot refer to each other in a circle"):
+        load_experiment(tmp_path / "a.toml")

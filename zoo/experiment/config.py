@@ -370,8 +370,19 @@ def load_experiment(path: str | Path) -> Experiment:
     return experiment
 
 
+_LOADING: set[Path] = set()  # the experiment files whose transfers are being loaded (a circle would not end)
+
+
 def _load_others(experiment: Experiment) -> None:
     """The experiments a cross-experiment transfer reads its first task from, each checked to have that task."""
+    _LOADING.add(experiment.path.resolve())
+    try:
+        _load_each(experiment)
+    finally:
+        _LOADING.discard(experiment.path.resolve())
+
+
+def _load_each(experiment: Experiment) -> None:
     for i, transfer in enumerate(experiment.config.transfers):
         if transfer.experiment is None:
             continue
@@ -380,6 +391,10 @@ def _load_others(experiment: Experiment) -> None:
             if other_path.resolve() == experiment.path.resolve() or not other_path.is_file():
                 raise ExperimentError(f"{experiment.path}: transfers[{i}].experiment: {transfer.experiment!r} is not "
                                       "another experiment file (a path relative to this file)")
+            if other_path.resolve() in _LOADING:
+                raise ExperimentError(f"{experiment.path}: transfers[{i}].experiment: {transfer.experiment!r} "
+                                      "reads this file's tasks in turn; a transfer's experiments cannot refer to "
+                                      "each other in a circle")
             try:
                 experiment.others[transfer.experiment] = load_experiment(other_path)
             except ExperimentError as err:
