@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from zoo.cli import main
-from zoo.errors import ZooError
+from zoo.errors import ZooError, install_hint
 from zoo.registry import registry
 
 TINY = ["--set", "d_model=32", "--set", "n_heads=4", "--set", "d_ff=48", "--set", "encoder_layers=1",
@@ -87,11 +87,11 @@ def test_user_input_in_an_error_is_printed_as_written_not_as_markup(capsys, valu
 def test_an_error_message_is_printed_verbatim(capsys, monkeypatch):
     """The Ray hint lost its '[ray]' when messages were read as markup."""
     def refuse(*_):
-        raise ZooError("executor: 'ray' needs the ray extra: pip install '.[ray]'")
+        raise ZooError("executor: 'ray' needs the ray extra: " + install_hint("ray"))
 
     monkeypatch.setattr("zoo.cli.load_spec", refuse)
     code, _, err = run(capsys, "show", "paper-base")
-    assert code == 2 and "pip install '.[ray]'" in err
+    assert code == 2 and "pip install -e '.[ray]'" in err and "'transformer-zoo[ray]'" in err
 
 
 def test_show_prints_markup_in_a_spec_verbatim(capsys, tmp_path):

@@ -91,7 +91,7 @@ def test_a_missing_extra_or_a_bad_destination_is_one_line(tmp_path, capsys, monk
     monkeypatch.setattr(builtins, "__import__", no_mlflow)
     assert main(["export", str(QUICKSTART), "--to", "mlflow", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "pip install 'zoo[mlflow]'" in err and len(err.strip().splitlines()) == 1
+    assert "pip install 'transformer-zoo[mlflow]'" in err and len(err.strip().splitlines()) == 1
 
 
 def test_zoo_run_log_to_tensorboard_writes_each_cells_curves_while_training(tmp_path):

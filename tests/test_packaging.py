@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import zoo
+from zoo.errors import DISTRIBUTION
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -16,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_wheel_ships_every_preset(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
                     str(tmp_path), str(ROOT)], check=True)
-    wheel = next(tmp_path.glob("zoo-*.whl"))
+    wheel = next(tmp_path.glob("transformer_zoo-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     presets = sorted(p.name for p in (ROOT / "registry").glob("*.toml"))
     assert presets and all(f"zoo/_registry/{name}" in names for name in presets)
@@ -37,3 +38,16 @@ def test_presets_load_from_an_installed_copy(tmp_path):
                             cwd=tmp_path, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [str(len(zoo.preset_names())), "writeup-001"]  # every preset ships
+
+
+def test_the_distribution_has_a_name_of_its_own():
+    """`zoo` on PyPI is an unrelated RPC framework: an install hint naming it installs the wrong thing. The
+    distribution is `transformer-zoo`, and every hint zoo prints or documents names it (or a clone's `.`)."""
+    import importlib.metadata
+    import tomllib
+
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"] == DISTRIBUTION != "zoo"
+    assert importlib.metadata.distribution(DISTRIBUTION).entry_points.select(name="zoo")  # the command stays
+    files = [*(ROOT / "zoo").rglob("*.py"), ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    wrong = [str(f.relative_to(ROOT)) for f in files if "zoo[" in f.read_text().replace(f"{DISTRIBUTION}[", "")]
+    assert not wrong, f"install hints naming PyPI's unrelated `zoo`: {wrong}"

@@ -16,6 +16,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from zoo.config_io import parse_assignments
+from zoo.errors import install_hint
 from zoo.experiment import load_experiment, store
 from zoo.experiment.executors import EXECUTORS, ExecutorError, create
 from zoo.experiment.grid import Part
@@ -348,7 +349,7 @@ def add_commands(sub) -> None:
                    "and --tasks: part of the grid, the same cells and records, e.g. to train whole seeds on another "
                    "machine and commit their records (the rest resumes from them)")
     p.add_argument("--log-to", nargs=2, metavar=("tensorboard", "DIR"), help="also write each cell's curves to "
-                   "TensorBoard while it trains, in DIR/<variant>/<task>/seed-<n> (extra zoo[tensorboard])")
+                   "TensorBoard while it trains, in DIR/<variant>/<task>/seed-<n> (the tensorboard extra)")
     p.set_defaults(run=cmd_run)
 
     p = sub.add_parser("floors", help="score each task's trivial systems (copying the source, ...): its floor",
@@ -367,8 +368,8 @@ def add_commands(sub) -> None:
                        "mean curve with its seed band. '--to mlflow [URI]' (default: ./mlruns, a local file store): "
                        "a parent run per experiment with report.md, results.csv and plots as artifacts, and a nested "
                        "run per cell with the flattened spec and training config as params, the curves as metrics, "
-                       "the definition digest, zoo commit and status as tags. Needs the extra: pip install "
-                       "'zoo[tensorboard]' or 'zoo[mlflow]'.")
+                       "the definition digest, zoo commit and status as tags. Needs the extra: "
+                       + install_hint("tensorboard") + " (or mlflow).")
     _experiment_arguments(p)
     p.add_argument("--to", nargs="+", required=True, metavar="TRACKER", help="tensorboard DIR | mlflow [URI]")
     p.set_defaults(run=cmd_export)

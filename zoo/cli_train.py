@@ -212,7 +212,7 @@ def add_commands(sub) -> None:
     p.add_argument("--resume", action="store_true", help="continue the run in RUN_DIR from its last checkpoint")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--log-to", nargs=2, metavar=("tensorboard", "DIR"), help="also write the logged curves to "
-                   "TensorBoard while training (extra zoo[tensorboard])")
+                   "TensorBoard while training (the tensorboard extra)")
     p.set_defaults(run=cmd_train)
 
     for name, helptext in (("translate", "translate stdin line by line with a trained run"),

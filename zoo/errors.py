@@ -2,6 +2,15 @@
 
 import difflib
 
+#: The distribution's name on PyPI and in `pip show`: `zoo` there is an unrelated RPC framework, so the
+#: package is published under its own name; the import name and the `zoo` command stay `zoo`.
+DISTRIBUTION = "transformer-zoo"
+
+
+def install_hint(extra: str) -> str:
+    """How to install an optional extra, from a clone and from PyPI (one line for error messages)."""
+    return f"pip install -e '.[{extra}]' in a clone, or pip install '{DISTRIBUTION}[{extra}]'"
+
 
 def not_found(name: object, names: list[str]) -> str:
     """What follows 'unknown X NAME' in every lookup error: the closest name, and where names come from (a

@@ -1,14 +1,14 @@
 """`zoo export`: an experiment's records into the trackers researchers already use. Nothing trains, and
 nothing is read but the records (and the experiment file), so exports of committed reports match them.
 
-TensorBoard (`--to tensorboard DIR`, extra `zoo[tensorboard]`):
+TensorBoard (`--to tensorboard DIR`, extra `tensorboard`):
     DIR/<variant>/<task>/seed-<n>/   one run per cell: every logged curve (train/<column>, eval/<column>,
                                      by step) and the HParams plugin's row: variant, task, seed, the spec
                                      fields and training settings that differ from the baseline, and the
                                      final test metrics (hparam/test_<metric>), for its parallel-coordinates view
     DIR/<variant>/<task>/mean/       per variant and task, the mean over seeds of every evaluation curve with
                                      its band (mean ± one seed sd), drawn as a margin chart in Custom Scalars
-MLflow (`--to mlflow [URI]`, extra `zoo[mlflow]`; default URI: a local ./mlruns file store):
+MLflow (`--to mlflow [URI]`, extra `mlflow`; default URI: a local ./mlruns file store):
     one parent run per experiment, with report.md, results.csv and plots/ as artifacts, and a nested run
     per cell: params = the flattened spec and training config, metrics = the curves with their steps and
     the test metrics, tags = definition digest, zoo commit and status.
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from zoo.errors import ExportError
+from zoo.errors import ExportError, install_hint
 from zoo.experiment.record import Record
 from zoo.summary import diff, flatten
 
@@ -115,7 +115,7 @@ def to_tensorboard(experiment, records_root: Path, out: Path) -> list[Path]:
         from torch.utils.tensorboard import SummaryWriter
         from torch.utils.tensorboard.summary import hparams as hparams_summary
     except ImportError:
-        raise ExportError("--to tensorboard needs the tensorboard extra: pip install 'zoo[tensorboard]'") from None
+        raise ExportError("--to tensorboard needs the tensorboard extra: " + install_hint("tensorboard")) from None
     cells = finished_cells(experiment, records_root)
     if not cells:
         raise ExportError(f"{experiment.name}: no finished records in {records_root} to export")
@@ -174,7 +174,7 @@ def to_mlflow(experiment, records_root: Path, report_dir: Path, uri: str | None 
         from mlflow.entities import Metric, Param, RunTag
         from mlflow.tracking import MlflowClient
     except ImportError:
-        raise ExportError("--to mlflow needs the mlflow extra: pip install 'zoo[mlflow]'") from None
+        raise ExportError("--to mlflow needs the mlflow extra: " + install_hint("mlflow")) from None
     uri = uri or default_mlflow_uri()
     if uri.startswith("file:") or "://" not in uri:
         # MLflow 3 keeps its file store only on request; a local folder is what a reader without a server wants

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from zoo.catalogue import Catalogue
 from zoo.config_io import Count, describe_error
-from zoo.errors import ZooError
+from zoo.errors import ZooError, install_hint
 from zoo.experiment import store
 from zoo.experiment.cell import execute, record_death
 from zoo.experiment.grid import Cell
@@ -328,7 +328,7 @@ def _execute_for(run_pid: int, cell: Cell, threads: int, wait: bool):
 
 @register_executor("ray")
 class Ray(Executor):
-    """Each cell a Ray task (extra zoo[ray]); run directories and records on a filesystem every node shares."""
+    """Each cell a Ray task (the ray extra); run directories and records on a filesystem every node shares."""
 
     Options = RayOptions
     options: RayOptions
@@ -337,7 +337,7 @@ class Ray(Executor):
         try:
             import ray
         except ImportError:
-            raise ExecutorError("executor: 'ray' needs the ray extra: pip install '.[ray]'") from None
+            raise ExecutorError("executor: 'ray' needs the ray extra: " + install_hint("ray")) from None
         threads, asked = self.options.threads, self.options.requests()
         ray.init(address=self.options.address, ignore_reinit_error=True, include_dashboard=False,
                  log_to_driver=False)

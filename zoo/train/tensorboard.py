@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from zoo.errors import ExportError
+from zoo.errors import ExportError, install_hint
 
 
 class LiveTensorBoard:
@@ -21,8 +21,8 @@ class LiveTensorBoard:
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:
-            raise ExportError("--log-to tensorboard needs the tensorboard extra: pip install 'zoo[tensorboard]'") \
-                from None
+            raise ExportError("--log-to tensorboard needs the tensorboard extra: "
+                              + install_hint("tensorboard")) from None
         self.writer = SummaryWriter(str(folder))
 
     def log(self, row: dict[str, Any]) -> None:
