@@ -2,6 +2,8 @@
 a fresh virtual environment it runs through `zoo run`, whose cells go stale when the plugin is edited."""
 
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -38,19 +40,23 @@ def test_glu_example_registers_and_trains():
 
 @pytest.mark.slow
 def test_the_installed_plugin_runs_through_zoo_run_and_its_edits_make_cells_stale(tmp_path):
-    """A user's view: a fresh virtual environment beside zoo, `pip install` the plugin package, `zoo run` an
-    experiment that uses its component (loaded by the package's entry point), edit the plugin, and the dry run
-    says those cells are stale while the built-in ones stay recorded."""
-    package = shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    """A user's view, as the README says it: a fresh virtual environment beside zoo, `pip install ./examples`, then
+    `zoo run` the example experiment, which also names the plugin by its folder (one plugin, loaded once). Edit the
+    plugin: the installed copy and the folder now differ, which is one line saying so; reinstall, and the dry run
+    says the plugin's cells are stale while the built-in ones stay recorded."""
+    package = shutil.copytree(ROOT / "examples", tmp_path / "examples",
+                              ignore=shutil.ignore_patterns("build", "*.egg-info"))
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     python = str(venv / "bin" / "python")
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "-e",
-                    str(package)], check=True, capture_output=True)
-    experiment = (package / "experiments" / "glu.toml").read_text()
-    experiment = experiment.replace('plugins = ["../zoo_examples"]\n', "").replace("steps = 300", "steps = 20")
-    path = tmp_path / "glu.toml"
-    path.write_text(experiment.replace("seeds = [0, 1, 2]", "seeds = [0]"))
+
+    def install() -> None:
+        subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps",
+                        str(package)], check=True, capture_output=True)
+
+    install()
+    path = package / "experiments" / "glu.toml"
+    path.write_text(path.read_text().replace("steps = 300", "steps = 20").replace("seeds = [0, 1, 2]", "seeds = [0]"))
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     zoo = [python, "-m", "zoo"]
     listed = subprocess.run(zoo + ["list", "ffn.*"], capture_output=True, text=True, env=env, cwd=tmp_path)
@@ -67,8 +73,12 @@ def test_the_installed_plugin_runs_through_zoo_run_and_its_edits_make_cells_stal
 
     plugin = package / "zoo_examples" / "glu_ffn.py"
     plugin.write_text(plugin.read_text() + "\n# edited by the user\n")
-    dry = subprocess.run(zoo + ["run", str(path), "--out", str(tmp_path / "out"), "--runs", str(tmp_path / "runs"),
-                                "--dry-run"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    dry = [*zoo, "run", str(path), "--out", str(tmp_path / "out"), "--runs", str(tmp_path / "runs"), "--dry-run"]
+    differs = subprocess.run(dry, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert differs.returncode == 2 and "loaded already with other source files" in differs.stderr
+    assert len(differs.stderr.strip().splitlines()) == 1
+    install()
+    dry = subprocess.run(dry, capture_output=True, text=True, env=env, cwd=tmp_path)
     assert dry.returncode == 0, dry.stderr
     row = next(line for line in dry.stdout.splitlines() if "copy" in line)
     cells = [int(x) for x in row.replace("│", " ").split() if x.isdigit()]
@@ -76,3 +86,36 @@ def test_the_installed_plugin_runs_through_zoo_run_and_its_edits_make_cells_stal
     row = next(line for line in dry.stdout.splitlines() if "rotate" in line)
     cells = [int(x) for x in row.replace("│", " ").split() if x.isdigit()]
     assert cells[:4] == [2, 0, 0, 2]  # on the plugin's task both variants use the (edited) plugin
+
+
+def example_commands() -> list[tuple[str, str]]:
+    """(file, command) for every `zoo ...` line the examples show a user (in a docstring or a header comment),
+    continuation lines joined."""
+    found = []
+    for path in sorted([*(ROOT / "examples").rglob("*.py"), *(ROOT / "examples").rglob("*.toml")]):
+        if "build" in path.parts:
+            continue
+        text = re.sub(r"\\\n\s*(#\s*)?", " ", path.read_text())
+        for line in text.splitlines():
+            line = line.lstrip("# ").strip()
+            if line.startswith("zoo ") and not line.startswith("zoo command"):
+                found.append((path.relative_to(ROOT).as_posix(), line))
+    return found
+
+
+@pytest.mark.parametrize("file, line", example_commands(), ids=lambda value: value[:60])
+def test_the_examples_commands_run_as_written(file, line, tmp_path, monkeypatch):
+    """Each command an example shows runs from the repository root as written, at a budget cut to seconds (and
+    `zoo run` as a dry run, whose plan needs every plugin, variant and task it names); its outputs go to tmp."""
+    from zoo.cli import main
+
+    monkeypatch.chdir(ROOT)
+    words = shlex.split(line)[1:]
+    if "--out" in words:
+        words[words.index("--out") + 1] = str(tmp_path / "out")
+    if words[0] == "train":
+        words += ["--train", "steps=2", "--task-set", "test_size=10", "--task-set", "valid_size=10", "--no-progress"]
+    if words[0] == "run":
+        words = [w for w in words if w != "--report"] + ["--dry-run", "--runs", str(tmp_path / "runs")]
+    assert main(words) == 0
+    assert example_commands() and {f for f, _ in example_commands()} >= {"examples/zoo_examples/rotate_task.py"}

@@ -548,3 +548,35 @@ def test_zoo_check_of_a_plugin_checks_what_its_helper_registered_and_the_built_i
     out = capsys.readouterr().out
     assert "ffn.checked-helper: passed" in out and "ffn.linear: passed" in out, out
     assert "ffn.conv1d" not in out and "2 of 2 entries keep every contract" in out
+
+
+# -- one plugin, however it is reached (issue 35, item 1) ---------------------------------------------
+def _package(folder, name: str, ffn: str, note: str = "") -> None:
+    """A plugin package `name` in `folder`, registering ffn.<ffn> from a submodule (as zoo_examples does)."""
+    (folder / name).mkdir(parents=True)
+    (folder / name / "__init__.py").write_text(f"from . import parts  # noqa: F401\n{note}")
+    (folder / name / "parts.py").write_text(textwrap.dedent(FFN.format(name=ffn)))
+
+
+@pytest.mark.parametrize("installed_first", [True, False])
+def test_a_plugin_installed_and_named_by_path_is_loaded_once(tmp_path, new_process, monkeypatch, installed_first):
+    """`pip install ./examples` copies the package into site-packages, while the experiment names its folder: two
+    files, the same bytes, one plugin (it was two, and the second's registrations failed as duplicates)."""
+    site, source = tmp_path / "site", tmp_path / "source"
+    _package(site, "twin_plugin", "twin-ffn")
+    _package(source, "twin_plugin", "twin-ffn")
+    monkeypatch.syspath_prepend(str(site))
+    first, second = ("twin_plugin", str(source / "twin_plugin"))[::1 if installed_first else -1]
+    assert load(second) is load(first)  # no 'already registered' error
+    assert registry.names("ffn").count("twin-ffn") == 1
+
+
+def test_a_plugin_installed_with_other_source_than_its_folder_says_so(tmp_path, new_process, monkeypatch):
+    site, source = tmp_path / "site", tmp_path / "source"
+    _package(site, "stale_plugin", "stale-ffn")
+    _package(source, "stale_plugin", "stale-ffn", note="# edited since it was installed\n")
+    monkeypatch.syspath_prepend(str(site))
+    load("stale_plugin")
+    with pytest.raises(PluginError, match=r"already registered.*'stale_plugin' \(unversioned\) is loaded already "
+                                          r"with other source files"):
+        load(str(source / "stale_plugin"))

@@ -64,6 +64,7 @@ class Plugin:
     modules: tuple[str, ...] = ()  # the modules it brought in, its own first: what they define is the plugin's
     patched: tuple[type, ...] = ()  # the registered classes (or their bases) it changed while loading
     unpinned: bool = False  # it changed other code behind a cell's numbers (zoo.model, zoo.train, ...)
+    identity: str = ""  # its top-level name and the fingerprint of its own files: the same plugin, however reached
 
     def touches(self, cls: type) -> bool:
         """Whether `cls` runs this plugin's code: the plugin defines it, or changed it or a class it derives from."""
@@ -78,7 +79,7 @@ class Plugin:
         return Path(self.where).name if Path(self.where).is_absolute() else self.name
 
 
-_loaded: dict[str, Plugin] = {}  # key: resolved path or module name
+_loaded: dict[str, Plugin] = {}  # key: resolved path or module name (a plugin reached two ways: both keys)
 
 
 def _is_path(name: str, base: Path | None = None) -> bool:
@@ -239,9 +240,32 @@ def _import_path(name: str, base: Path | None) -> ModuleType:
     return module
 
 
+def _identity(name: str, key: str, path: bool) -> str:
+    """'<top-level name>:<fingerprint of its own files>', found without importing it ('' when it cannot be).
+    `pip install ./examples` copies the package into site-packages, and an experiment may name the same package by
+    its folder: two files, one plugin. Equal names and bytes say so where file paths cannot."""
+    if path:
+        where = Path(key)
+        own = _python_files(where, recursive=True) if where.is_dir() else [where] if where.is_file() else []
+        top = where.stem
+    else:
+        if "." in name:  # finding a submodule would import its parents: only top-level packages are compared
+            return ""
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            return ""
+        origin = Path(spec.origin) if spec and spec.origin and spec.has_location else None
+        own = (_python_files(origin.parent, recursive=True) if origin and origin.name == "__init__.py"
+               else [origin] if origin else [])
+        top = name
+    return f"{top}:{fingerprint(own)}" if own else ""
+
+
 def load(name: str, base: Path | None = None) -> Plugin:
-    """Import one plugin (once per process; loading it again returns the first load's Plugin).
-    `base`: the folder relative paths are taken from (an experiment file's folder), else the working directory."""
+    """Import one plugin (once per process; loading it again, by any path or module name that reaches the same
+    files, returns the first load's Plugin). `base`: the folder relative paths are taken from (an experiment
+    file's folder), else the working directory."""
     name = str(name).strip()
     if not name:
         raise PluginError("plugin: an empty name; give a .py file, a folder or a module name")
@@ -249,6 +273,23 @@ def load(name: str, base: Path | None = None) -> Plugin:
     key = str(((base or Path()) / Path(name).expanduser()).resolve()) if path else name
     if key in _loaded:
         return _loaded[key]
+    identity = _identity(name, key, path)
+    twin = next((p for p in _loaded.values() if identity and p.identity == identity), None)
+    if twin is not None:
+        _loaded[key] = twin
+        return twin
+    namesake = next((p for p in _loaded.values() if identity and p.identity.split(":")[0] == identity.split(":")[0]),
+                    None)
+    try:
+        return _load_new(name, base, path, key, identity)
+    except PluginError as err:
+        if namesake is None or "already registered" not in str(err):
+            raise
+        raise PluginError(f"{err}; {namesake.name!r} ({namesake.version}) is loaded already with other source "
+                          f"files than {name!r}: reinstall the one or drop the other") from None
+
+
+def _load_new(name: str, base: Path | None, path: bool, key: str, identity: str) -> Plugin:
     snapshot = _Snapshot.take()
     before = set(sys.modules)
     module = _import(name, base, path)
@@ -258,7 +299,7 @@ def load(name: str, base: Path | None = None) -> Plugin:
         source |= set(_python_files(Path(key).parent))
     plugin = Plugin(name, key, module.__name__, "unversioned" if path else _version(module.__name__),
                     fingerprint(source) if source else "", tuple(dict.fromkeys([module.__name__, *brought])),
-                    *snapshot.changes())
+                    *snapshot.changes(), identity=identity)
     _loaded[key] = plugin
     return plugin
 

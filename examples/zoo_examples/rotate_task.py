@@ -1,6 +1,7 @@
 """A new synthetic task in one file: rotate, the source with its first symbol moved to the end.
 
-    zoo train --plugin examples/zoo_examples --task rotate --preset paper-base --steps 300 --out runs/rotate
+    zoo train paper-base --set d_model=64 --set d_ff=256 --plugin examples/zoo_examples --task rotate \
+        --train steps=300 --out runs/rotate
 
 It draws its sequences like copy, reverse and sort (SyntheticTask does that, from the seed alone), so
 only the target rule is new; it is scored by exact match, by the plugin's own edit accuracy, and by
