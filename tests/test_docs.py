@@ -7,6 +7,7 @@ import re
 import shlex
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from zoo.cli import main
@@ -76,3 +77,30 @@ def test_every_table_row_has_as_many_cells_as_its_header(page):
 def _outside_code(line: str) -> str:
     """The line without its `code spans`, whose | are not cell borders."""
     return re.sub(r"`[^`]*`", "", line)
+
+
+def test_the_python_page_runs_as_written(tmp_path, monkeypatch):
+    """docs/python.md's example, verbatim, in a folder holding the quickstart experiment and a copy of its
+    committed records: `run` finds every cell recorded (so it trains nothing), and the frames and the report are
+    those of the committed quickstart."""
+    import contextlib
+    import io
+    import shutil
+
+    block = re.search(r"```python\n(.*?)```", (ROOT / "docs" / "python.md").read_text(), flags=re.S).group(1)
+    (tmp_path / "experiments").mkdir()
+    shutil.copy(ROOT / "experiments" / "quickstart.toml", tmp_path / "experiments")
+    shutil.copytree(ROOT / "reports" / "quickstart" / "records", tmp_path / "my-quickstart" / "records")
+    monkeypatch.chdir(tmp_path)
+    printed, names = io.StringIO(), {}
+    with contextlib.redirect_stdout(printed):
+        exec(compile(block, "docs/python.md", "exec"), names)
+    frame, verdicts = names["frame"], names["verdicts"]
+    committed = pd.read_csv(ROOT / "reports" / "quickstart" / "results.csv")
+    assert len(frame) == len(committed) == 15 and not list(tmp_path.rglob("metrics.jsonl"))  # nothing trained
+    assert list(frame["exact_match"].fillna(-1)) == list(committed["exact_match"].fillna(-1))
+    placebo = verdicts.set_index("variant").loc["pre-norm-conv1d"]
+    assert placebo["verdict"] == "equivalent"  # as reports/quickstart/report.md says
+    assert printed.getvalue().strip().endswith("my-quickstart/report.md")
+    assert (tmp_path / "my-quickstart" / "results.csv").read_text() == \
+        (ROOT / "reports" / "quickstart" / "results.csv").read_text()

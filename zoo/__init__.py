@@ -8,6 +8,7 @@ Public API:
     load_spec(name_or_path, overrides) -> ModelSpec     build(spec_or_name, seed) -> Seq2Seq
     transplant(model, spec) -> Seq2Seq                  equivalence(spec_a, spec_b, seed) -> Verdict
     registry (slot -> name -> implementation)           masks.build(convention, src, tgt_in, pad_id)
+    study(experiment_file) -> Study: .records() -> DataFrame, .run(), .analyse(), .report()  (zoo/api.py)
 """
 
 from zoo import masks
@@ -20,7 +21,17 @@ from zoo.spec import ModelSpec, load_spec
 
 __all__ = [
     "IncompatibleComponents", "ModelSpec", "NotExpressible", "NotTransplantable", "RegistryError", "SpecError",
-    "Verdict", "ZooError", "build", "equivalence", "load_spec", "masks", "preset_names", "register", "registry",
-    "transplant",
+    "Study", "Verdict", "ZooError", "build", "equivalence", "load_spec", "masks", "preset_names", "register",
+    "registry", "study", "transplant",
 ]
+
+
+def __getattr__(name: str):
+    """`zoo.study` and `zoo.Study` load the experiment machinery on first use: `import zoo` stays as quick as
+    building a model needs."""
+    if name in ("study", "Study"):
+        from zoo import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'zoo' has no attribute {name!r}")
 __version__ = "0.1.0"

@@ -1,0 +1,130 @@
+"""Experiments from Python: what `zoo run`, `zoo report` and results.csv give on the command line, for a
+researcher who would rather stay in a notebook.
+
+    study = zoo.study("experiments/quickstart.toml")   # the experiment file, validated (plugins loaded)
+    frame = study.records()                            # results.csv as a DataFrame: one row per grid cell
+    study.run(workers=2)                               # train the cells without a current record (`zoo run`)
+    table = study.verdicts()                           # the report's verdicts as a DataFrame
+    report = study.analyse()                           # everything the report says, as objects
+    path = study.report()                              # report.md, results.csv and plots/ (`zoo report`)
+
+The folders are the command line's: run directories in `runs/<name>`, records in `reports/<name>/records`
+(relative to the working folder), unless `runs=` and `out=` say otherwise. The CLI's `zoo run` and
+`zoo report` are this class with flags around it, so both write the same files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from zoo.experiment import Experiment, load_experiment
+from zoo.experiment.grid import Part
+from zoo.experiment.store import RECORDS
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from rich.console import Console
+
+    from zoo.experiment.executors import Executor, Results
+    from zoo.report.study import Report
+
+
+class Study:
+    """One experiment file and the folders its runs and records live in."""
+
+    def __init__(self, experiment: str | Path, *, out: str | Path | None = None, runs: str | Path | None = None):
+        self.experiment: Experiment = load_experiment(experiment)
+        self.out = Path(out) if out is not None else Path("reports") / self.experiment.name
+        self.runs = Path(runs) if runs is not None else Path("runs") / self.experiment.name
+
+    def __repr__(self) -> str:
+        return f"Study({self.experiment.name!r}, out={self.out.as_posix()!r}, runs={self.runs.as_posix()!r})"
+
+    @property
+    def name(self) -> str:
+        return self.experiment.name
+
+    @property
+    def records_root(self) -> Path:
+        return self.out / RECORDS
+
+    def records(self) -> pd.DataFrame:
+        """One row per cell of the grid (variant x task x seed), with results.csv's columns: status ('missing'
+        where nothing is recorded, 'stale' where the record was made under another definition), the metrics,
+        the training cost and the device."""
+        from zoo.report.collect import collect, load_records
+
+        return collect(self.experiment, load_records(self.experiment, self.records_root))
+
+    def run(self, *, workers: int = 1, executor: str | Executor = "local", variants: Sequence[str] | None = None,
+            tasks: Sequence[str] | None = None, seeds: Sequence[int] | None = None,
+            reuse_from: Sequence[str | Path] = (), log_to: str | Path | None = None, live: bool = True,
+            console: Console | None = None, **options: Any) -> Results:
+        """Train every cell (or those of `variants`, `tasks`, `seeds`) without a current record, `workers` at a
+        time; returns {cell name: (status, reason)}. Records already there are kept, a stopped grid resumes, and
+        `reuse_from` names other report folders whose records of a cell's very definition are copied instead."""
+        from zoo.experiment.floors import write_floors
+        from zoo.experiment.owner import check_grid
+        from zoo.experiment.runner import run_grid
+
+        part = Part(*(None if chosen is None else tuple(chosen) for chosen in (variants, tasks, seeds)))
+        part = part.checked(self.experiment)
+        self.experiment.check_data(part.task_entries(self.experiment))
+        check_grid(self.experiment, self.runs, self.records_root)  # another experiment's store: refused first
+        write_floors(self.experiment, self.records_root, part.task_entries(self.experiment))
+        if isinstance(executor, str) and executor == "local":
+            options.setdefault("workers", workers)
+        return run_grid(self.experiment, self.runs, self.records_root, executor=executor, console=console,
+                        live=live, reuse_from=[Path(folder) for folder in reuse_from],
+                        log_to=None if log_to is None else Path(log_to), part=part, **options)
+
+    def analyse(self) -> Report:
+        """The report's analysis of the records, without writing anything: per task the verdicts, effects and
+        intervals (`report.tasks`), the findings (`report.checks`) and transfers (`report.transfers`)."""
+        from zoo.report import analyse
+
+        return analyse(self.experiment, self.records_root)
+
+    def verdicts(self) -> pd.DataFrame:
+        """One row per task and variant compared with its reference: the primary metric's difference with its
+        95% interval, the p-value adjusted as the report adjusts it, the equivalence margin, and the verdict in
+        one word as report.md gives it (better, worse, equivalent, undecided, no verdict)."""
+        import pandas as pd
+
+        from zoo.report.tables import verdict_class
+
+        rows = []
+        for analysis in self.analyse().tasks:
+            for variant, comparison in analysis.comparisons.items():
+                result, equivalence = comparison.result, comparison.equivalence
+                rows.append({"task": analysis.task.key, "variant": variant, "reference": comparison.reference,
+                             "metric": comparison.metric, "seeds": (result.n_variant, result.n_baseline),
+                             "difference": result.difference, "ci_low": result.ci_low, "ci_high": result.ci_high,
+                             "p_adjusted": result.p_adjusted,
+                             "margin": equivalence.margin if equivalence is not None else float("nan"),
+                             "verdict": verdict_class(comparison)})
+        return pd.DataFrame(rows)
+
+    def report(self, command: str | None = None) -> Path:
+        """Write report.md, results.csv and plots/ into the report folder; returns report.md's path. `command`:
+        how the report says it was made (default: the `zoo report` command that makes the same file)."""
+        from zoo.report import ReportError, build_report
+        from zoo.report.paths import shown
+
+        if not self.records_root.is_dir():
+            raise ReportError(f"{self.out} holds no records/ folder; run the experiment first (zoo run "
+                              f"{shown(self.experiment.path)}) or point out= at the report folder that holds its "
+                              "records")
+        if command is None:
+            command = f"zoo report {shown(self.experiment.path)}"
+            if self.out != Path("reports") / self.name:
+                command += f" --out {shown(self.experiment.path, self.out)}"
+        path, _ = build_report(self.experiment, self.records_root, self.out, command)
+        return path
+
+
+def study(experiment: str | Path, *, out: str | Path | None = None, runs: str | Path | None = None) -> Study:
+    """The experiment file `experiment`, with its records in `out` (default reports/<name>) and its run directories
+    in `runs` (default runs/<name>): see the module docstring."""
+    return Study(experiment, out=out, runs=runs)
