@@ -39,6 +39,37 @@ def test_list_shows_a_factory_made_default_as_its_value(capsys, monkeypatch):
     assert "dropout_on=['self_attn', 'cross_attn', 'ffn']" in " ".join(out.split())
 
 
+def test_list_says_what_an_entry_is_in_its_docstrings_whole_first_paragraph(capsys, monkeypatch):
+    """Cut at the first line of the docstring, qk-norm's description stopped at 'queries and keys' and the local
+    executor's in the middle of a sentence (issue 35, item 8). Wide enough for each description on one line."""
+    monkeypatch.setenv("COLUMNS", "1000")
+    code, out, _ = run(capsys, "list", "*")
+    text = " ".join(out.split())
+    assert code == 0 and "queries and keys L2-normalised per head" in text
+    assert "a fresh worker takes its place, and the other cells go on." in text
+    assert "correct, not fast" not in text  # a listing stays short: the rest of a docstring is one entry's
+
+
+def test_list_of_one_entry_by_name_shows_its_whole_docstring(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run(capsys, "list", "attention.torch-mha")
+    assert code == 0 and "so each step re-projects the prefix: correct, not fast." in " ".join(out.split())
+
+
+def test_a_docstring_is_described_by_its_paragraphs_each_on_one_line():
+    from zoo.catalogue import describe
+
+    doc = """First line
+        and its continuation.
+
+        Second paragraph,
+        two lines.
+        """
+    assert describe(doc) == "First line and its continuation."
+    assert describe(doc, full=True) == "First line and its continuation.\n\nSecond paragraph, two lines."
+    assert describe(None) == ""
+
+
 def test_list_filters_with_wildcards(capsys):
     code, out, _ = run(capsys, "list", "attention.*")
     assert code == 0 and "attention.matmul" in out and "ffn.linear" not in out and "paper-base" not in out

@@ -91,7 +91,10 @@ def test_the_python_page_runs_as_written(tmp_path, monkeypatch):
     (tmp_path / "experiments").mkdir()
     shutil.copy(ROOT / "experiments" / "quickstart.toml", tmp_path / "experiments")
     shutil.copytree(ROOT / "reports" / "quickstart" / "records", tmp_path / "my-quickstart" / "records")
+    from zoo import plugins
+
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(plugins, "_loaded", {})  # a new session's process: no plugin another test loaded
     printed, names = io.StringIO(), {}
     with contextlib.redirect_stdout(printed):
         exec(compile(block, "docs/python.md", "exec"), names)
@@ -104,3 +107,12 @@ def test_the_python_page_runs_as_written(tmp_path, monkeypatch):
     assert printed.getvalue().strip().endswith("my-quickstart/report.md")
     assert (tmp_path / "my-quickstart" / "results.csv").read_text() == \
         (ROOT / "reports" / "quickstart" / "results.csv").read_text()
+
+
+def test_the_readme_is_a_tool_readme_a_newcomer_reads_in_minutes():
+    """At most 200 lines: what zoo is, the two commands, what you can do, plugins, trackers, data, and a pointer
+    to the studies, whose results live in reports/README.md."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 200
+    for heading in ("## Two commands", "## What you can do", "## Plugins", "## Trackers", "## Data", "## The studies"):
+        assert heading in text, heading

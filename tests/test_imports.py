@@ -1,12 +1,13 @@
 """zoo's modules import each other without cycles.
 
-A cycle makes the import order matter (a name read from a half-initialised module), hides which layer
-depends on which, and tempts a deferred import inside a function, which hides the cycle without breaking it.
-So every import counts here, function-level ones included; only those under `if TYPE_CHECKING:` (never
-executed) are left out. `from zoo.x import y` is an edge to the module zoo.x.y when there is one, else to
-zoo.x; importing zoo.a.b also runs the package zoo.a, so from outside zoo.a it is an edge to zoo.a too; a
-package's `__init__` importing its submodules and a submodule importing its package by name
-(`from zoo.a import name`) are both edges.
+A cycle makes the import order matter (a name read from a half-initialised module), hides which layer depends
+on which, and tempts a deferred import inside a function, which hides the cycle without breaking it. So every
+import counts here, function-level ones included. Those under `if TYPE_CHECKING:` never run, so they cannot
+break the import order, but a circle through them is still two layers that each need the other (zoo.data had
+config <-> task and config <-> text so): the graph is checked with them too. `from zoo.x import y` is an edge
+to the module zoo.x.y when there is one, else to zoo.x; importing zoo.a.b also runs the package zoo.a, so from
+outside zoo.a it is an edge to zoo.a too; a package's `__init__` importing its submodules and a submodule
+importing its package by name (`from zoo.a import name`) are both edges.
 """
 
 from __future__ import annotations
@@ -34,13 +35,14 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _imports(tree: ast.AST) -> list[tuple[str, list[str], int]]:
-    """(module, names imported from it, relative level) for every import statement outside TYPE_CHECKING blocks."""
+def _imports(tree: ast.AST, annotations: bool = False) -> list[tuple[str, list[str], int]]:
+    """(module, names imported from it, relative level) for every import statement outside TYPE_CHECKING blocks,
+    and inside them too with `annotations`."""
     found = []
     todo = [tree]
     while todo:
         node = todo.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if isinstance(node, ast.If) and _is_type_checking(node) and not annotations:
             todo.extend(node.orelse)
             continue
         if isinstance(node, ast.Import):
@@ -60,14 +62,15 @@ def _with_packages(name: str, importer: str, modules: dict[str, Path]) -> set[st
     return ({name} | {p for p in above if not importer.startswith(p + ".")}) & set(modules)
 
 
-def graph() -> dict[str, set[str]]:
+def graph(annotations: bool = False) -> dict[str, set[str]]:
     """{module: the zoo modules it imports} over the whole package (the top package `zoo` left out of the
-    targets: every module is inside it, so an edge to it says nothing about layering)."""
+    targets: every module is inside it, so an edge to it says nothing about layering); with `annotations`, the
+    imports under `if TYPE_CHECKING:` too."""
     modules = _modules()
     edges: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for module, names, level in _imports(ast.parse(path.read_text(), str(path))):
+        for module, names, level in _imports(ast.parse(path.read_text(), str(path)), annotations):
             if level:
                 base = package.split(".")
                 base = base[: len(base) - level + 1]
@@ -130,6 +133,8 @@ def test_the_graph_sees_function_level_imports_and_packages():
     assert "zoo.experiment.store" in edges["zoo.experiment.runner"]
     assert "zoo.report" in edges["zoo.export"]  # importing zoo.report.collect runs zoo.report first
     assert "zoo.components" not in edges["zoo.components.ffn"]  # its package was initialised before it
+    assert "zoo.data.config" not in edges["zoo.data.text"]  # only for its annotations, under TYPE_CHECKING
+    assert "zoo.data.config" in graph(annotations=True)["zoo.data.text"]
 
 
 def test_the_registry_imports_its_own_built_ins():
@@ -154,3 +159,9 @@ def test_cycles_are_found():
 def test_zoo_has_no_import_cycle():
     loops = cycles(graph())
     assert not loops, "import cycles:\n" + "\n".join("  " + " <-> ".join(component) for component in loops)
+
+
+def test_zoo_has_no_import_cycle_even_through_annotations():
+    loops = cycles(graph(annotations=True))
+    assert not loops, "import cycles, counting imports under TYPE_CHECKING:\n" + "\n".join(
+        "  " + " <-> ".join(component) for component in loops)

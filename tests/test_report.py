@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -405,11 +407,51 @@ def test_in_a_real_experiment_the_placebo_is_equivalent_and_the_real_effect_is_c
 
 
 def test_the_committed_quickstart_report_regenerates_from_its_records(tmp_path, monkeypatch):
-    monkeypatch.chdir(ROOT)  # the report names the experiment file relative to where it is made
-    experiment = load_experiment(Path("experiments/quickstart.toml"))
+    monkeypatch.chdir(tmp_path)  # from outside the repository: the report names files relative to it
+    experiment = load_experiment(ROOT / "experiments" / "quickstart.toml")
     path, _ = build_report(experiment, QUICKSTART / "records", tmp_path, "zoo report experiments/quickstart.toml")
     committed = (QUICKSTART / "report.md").read_text().split("\n")
     assert path.read_text().split("\n")[1:] == committed[1:], "regenerate it: zoo report experiments/quickstart.toml"
+
+
+def test_zoo_report_writes_the_same_report_from_any_folder(tmp_path, monkeypatch, capsys):
+    """report.md named the experiment file relative to the working folder and quoted the command as typed, so
+    the same records gave another report from another folder ('../work/main/experiments/quickstart.toml').
+    Made from the repository's root and from a folder outside it, the experiment file and --out spelt either
+    way, it is one file: the committed report, apart from its first line and the --out it was written to, which
+    the command names relative to the repository or, outside it, absolute (issue 35, item 10)."""
+    out = tmp_path / "q"
+    shutil.copytree(QUICKSTART / "records", out / "records")
+    made = []
+    for folder, experiment, where in ((ROOT, "experiments/quickstart.toml", str(out)),
+                                      (tmp_path, str(ROOT / "experiments" / "quickstart.toml"), "q")):
+        monkeypatch.chdir(folder)
+        assert main(["report", experiment, "--out", where]) == 0
+        made.append((out / "report.md").read_text().split("\n")[1:])
+    capsys.readouterr()
+    committed = (QUICKSTART / "report.md").read_text().split("\n")[1:]
+    command = "`zoo report experiments/quickstart.toml`"
+    assert sum(command in line for line in committed) == 1
+    typed_again = shlex.join(["zoo", "report", "experiments/quickstart.toml", "--out", str(out)])
+    expected = [line.replace(command, f"`{typed_again}`") for line in committed]
+    assert made[0] == made[1] == expected
+
+
+def test_a_report_names_files_relative_to_the_repository_else_to_the_experiment_files_folder(tmp_path, monkeypatch):
+    from zoo.report.paths import home, shown
+
+    monkeypatch.chdir(ROOT / "zoo")  # any folder: the working folder plays no part
+    quickstart = Path("../experiments/quickstart.toml")
+    assert home(quickstart) == ROOT and shown(quickstart) == "experiments/quickstart.toml"
+    assert shown(quickstart, "../reports/quickstart") == "reports/quickstart"
+    assert shown(quickstart, tmp_path / "q") == str(tmp_path / "q")  # outside the repository: absolute
+    (tmp_path / "project" / "experiments").mkdir(parents=True)
+    (tmp_path / "project" / "pyproject.toml").write_text("")
+    assert shown(tmp_path / "project" / "experiments" / "x.toml") == "experiments/x.toml"
+    loose = tmp_path / "loose" / "x.toml"
+    if any((above / marker).exists() for above in tmp_path.parents for marker in ("pyproject.toml", ".git")):
+        pytest.skip(f"{tmp_path} lies inside a repository: no folder here is outside one")
+    assert home(loose) == loose.parent and shown(loose) == "x.toml"
 
 
 def test_zoo_plan_sizes_seeds_from_the_records(capsys, monkeypatch):
@@ -422,7 +464,35 @@ def test_zoo_plan_sizes_seeds_from_the_records(capsys, monkeypatch):
     assert main(["plan", "experiments/quickstart.toml", "--effect", "1"]) == 0
     printed = capsys.readouterr().out
     assert "seeds per arm for ±1" in printed and "pre-norm-conv1d" in printed
-    assert "run at least 2 seeds of each first" in printed  # post-norm: no seed trained
+
+
+def test_zoo_plan_says_an_arm_whose_runs_all_failed_compares_failure_rates_not_quality(capsys, monkeypatch):
+    """All 5 post-norm runs of the quickstart stalled: `zoo plan` told the user to "run at least 2 seeds of each
+    first", which no number of seeds does for a variant with no quality to compare (issue 35, item 9)."""
+    from rich.console import Console
+
+    from zoo import cli_experiment
+
+    monkeypatch.setattr(cli_experiment, "console", Console(width=200))
+    assert main(["plan", str(ROOT / "experiments" / "quickstart.toml"), "--out", str(QUICKSTART)]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "run at least 2 seeds" not in printed
+    assert ("post-norm: all 5 runs stalled or diverged, so its exact_match is undefined and its comparison is of "
+            "failure rates") in printed and "not of quality; no number of seeds changes that." in printed
+
+
+def test_an_arm_with_one_failed_run_is_asked_for_more_seeds_not_called_a_failure():
+    from types import SimpleNamespace
+
+    from zoo.report.tables import failing_arm, plan_notes
+    from zoo.stats.outcomes import clopper_pearson
+
+    comparison = SimpleNamespace(reference="base", variant="new")
+    for failed, runs, expected in ((1, 1, None), (2, 3, None), (3, 3, "new")):
+        analysis = SimpleNamespace(instability={"base": clopper_pearson(0, 5), "new": clopper_pearson(failed, runs)},
+                                   comparisons={"new": comparison}, primary="bleu")
+        assert failing_arm(analysis, comparison) == expected
+        assert len(plan_notes(analysis)) == (expected is not None)
 
 
 def test_differences_are_formatted_signed_and_float_residue_is_zero():

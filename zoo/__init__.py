@@ -18,11 +18,12 @@ from zoo.errors import IncompatibleComponents, NotExpressible, NotTransplantable
 from zoo.presets import preset_names
 from zoo.registry import register, registry
 from zoo.spec import ModelSpec, load_spec
+from zoo.version import __version__
 
 __all__ = [
     "IncompatibleComponents", "ModelSpec", "NotExpressible", "NotTransplantable", "RegistryError", "SpecError",
     "Study", "Verdict", "ZooError", "build", "equivalence", "load_spec", "masks", "preset_names", "register",
-    "registry", "study", "transplant",
+    "__version__", "registry", "study", "transplant",
 ]
 
 
@@ -34,4 +35,3 @@ def __getattr__(name: str):
 
         return getattr(api, name)
     raise AttributeError(f"module 'zoo' has no attribute {name!r}")
-__version__ = "0.1.0"

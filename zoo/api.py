@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from zoo.experiment import Experiment, load_experiment
 from zoo.experiment.grid import Part
-from zoo.experiment.store import RECORDS
+from zoo.experiment.store import RECORDS, StoreError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,10 +33,11 @@ if TYPE_CHECKING:
 class Study:
     """One experiment file and the folders its runs and records live in."""
 
-    def __init__(self, experiment: str | Path, *, out: str | Path | None = None, runs: str | Path | None = None):
-        self.experiment: Experiment = load_experiment(experiment)
-        self.out = Path(out) if out is not None else Path("reports") / self.experiment.name
-        self.runs = Path(runs) if runs is not None else Path("runs") / self.experiment.name
+    def __init__(self, experiment: Experiment | str | Path, *, out: str | Path | None = None,
+                 runs: str | Path | None = None):
+        self.experiment = experiment if isinstance(experiment, Experiment) else load_experiment(experiment)
+        self.out = folder("out=", Path(out) if out is not None else Path("reports") / self.experiment.name)
+        self.runs = folder("runs=", Path(runs) if runs is not None else Path("runs") / self.experiment.name)
 
     def __repr__(self) -> str:
         return f"Study({self.experiment.name!r}, out={self.out.as_posix()!r}, runs={self.runs.as_posix()!r})"
@@ -57,22 +58,43 @@ class Study:
 
         return collect(self.experiment, load_records(self.experiment, self.records_root))
 
+    def part(self, variants: Sequence[str] | None = None, tasks: Sequence[str] | None = None,
+             seeds: Sequence[int] | None = None) -> Part:
+        """Those variants, tasks (by key) and seeds of the grid (None: all), checked against the experiment, with
+        the data of their tasks found."""
+        part = Part(*(None if chosen is None else tuple(chosen) for chosen in (variants, tasks, seeds)))
+        part = part.checked(self.experiment)
+        self.experiment.check_data(part.task_entries(self.experiment))
+        return part
+
+    def floors(self, tasks: list | None = None, console: Console | None = None) -> list[str]:
+        """Score each task's (or `tasks`') trivial systems (zoo/experiment/floors.py) where no current floor file
+        is there; the task keys scored, said on `console` when given."""
+        from zoo.experiment.floors import write_floors
+
+        if console is None:
+            return write_floors(self.experiment, self.records_root, tasks)
+        with console.status(f"{self.name}: scoring the tasks' trivial systems (copy the source, ...)"):
+            written = write_floors(self.experiment, self.records_root, tasks)
+        if written:
+            console.print(f"{self.name}: trivial floors of {', '.join(written)} -> {self.records_root / '.floors'}",
+                          highlight=False, markup=False, soft_wrap=True)
+        return written
+
     def run(self, *, workers: int = 1, executor: str | Executor = "local", variants: Sequence[str] | None = None,
             tasks: Sequence[str] | None = None, seeds: Sequence[int] | None = None,
             reuse_from: Sequence[str | Path] = (), log_to: str | Path | None = None, live: bool = True,
             console: Console | None = None, **options: Any) -> Results:
         """Train every cell (or those of `variants`, `tasks`, `seeds`) without a current record, `workers` at a
         time; returns {cell name: (status, reason)}. Records already there are kept, a stopped grid resumes, and
-        `reuse_from` names other report folders whose records of a cell's very definition are copied instead."""
-        from zoo.experiment.floors import write_floors
+        `reuse_from` names other report folders whose records of a cell's very definition are copied instead.
+        `executor`: a registered executor's name with its `options`, or an executor."""
         from zoo.experiment.owner import check_grid
         from zoo.experiment.runner import run_grid
 
-        part = Part(*(None if chosen is None else tuple(chosen) for chosen in (variants, tasks, seeds)))
-        part = part.checked(self.experiment)
-        self.experiment.check_data(part.task_entries(self.experiment))
+        part = self.part(variants, tasks, seeds)
         check_grid(self.experiment, self.runs, self.records_root)  # another experiment's store: refused first
-        write_floors(self.experiment, self.records_root, part.task_entries(self.experiment))
+        self.floors(part.task_entries(self.experiment), console)
         if isinstance(executor, str) and executor == "local":
             options.setdefault("workers", workers)
         return run_grid(self.experiment, self.runs, self.records_root, executor=executor, console=console,
@@ -106,22 +128,41 @@ class Study:
                              "verdict": verdict_class(comparison)})
         return pd.DataFrame(rows)
 
-    def report(self, command: str | None = None) -> Path:
-        """Write report.md, results.csv and plots/ into the report folder; returns report.md's path. `command`:
-        how the report says it was made (default: the `zoo report` command that makes the same file)."""
+    def report(self) -> Path:
+        """Write report.md, results.csv and plots/ into the report folder; returns report.md's path."""
+        return self.write_report()[0]
+
+    def write_report(self) -> tuple[Path, Report]:
+        """`report`, and the analysis it was written from."""
         from zoo.report import ReportError, build_report
         from zoo.report.paths import shown
 
         if not self.records_root.is_dir():
-            raise ReportError(f"{self.out} holds no records/ folder; run the experiment first (zoo run "
-                              f"{shown(self.experiment.path)}) or point out= at the report folder that holds its "
+            raise ReportError(f"--out: {self.out} holds no records/ folder; run the experiment first (zoo run "
+                              f"{shown(self.experiment.path)}) or point --out at the report folder that holds its "
                               "records")
-        if command is None:
-            command = f"zoo report {shown(self.experiment.path)}"
-            if self.out != Path("reports") / self.name:
-                command += f" --out {shown(self.experiment.path, self.out)}"
-        path, _ = build_report(self.experiment, self.records_root, self.out, command)
-        return path
+        return build_report(self.experiment, self.records_root, self.out, self.command())
+
+    def command(self) -> str:
+        """The `zoo report` command that makes this report, as typed at the root of the experiment's repository
+        (zoo/report/paths.py): the report quotes it, the same from whichever folder it ran."""
+        import shlex
+
+        from zoo.report.paths import shown
+
+        words = ["zoo", "report", shown(self.experiment.path)]
+        if self.out.resolve() != (Path("reports") / self.name).resolve():
+            words += ["--out", shown(self.experiment.path, self.out)]
+        return shlex.join(words)
+
+
+def folder(name: str, path: Path) -> Path:
+    """`path`, unless a file stands there: a folder given as a file is one line now, not an error at the first
+    write (or, in a dry run, a grid that reads as never run). Other unusable places (read-only, a file above
+    it) are said at the first write."""
+    if path.exists() and not path.is_dir():
+        raise StoreError(f"{name} {path}: is a file, not a folder")
+    return path
 
 
 def study(experiment: str | Path, *, out: str | Path | None = None, runs: str | Path | None = None) -> Study:

@@ -10,11 +10,20 @@ unknown. Entries register next to their code, and a plugin registers its own the
 
 from __future__ import annotations
 
+import inspect
+import re
 from typing import Callable, Generic, TypeVar
 
 from zoo.errors import RegistryError, not_found
 
 T = TypeVar("T", bound=type)
+
+
+def describe(doc: str | None, full: bool = False) -> str:
+    """What an entry is, from its docstring, as `zoo list` shows it: the first paragraph on one line (cutting at
+    the first line of the source cut sentences in half), or with `full` every paragraph, each on one line."""
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", inspect.cleandoc(doc or ""))]
+    return "\n\n".join(paragraphs if full else paragraphs[:1])
 
 
 class Catalogue(Generic[T]):

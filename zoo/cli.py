@@ -16,10 +16,9 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
-from rich.table import Table
 
-from zoo import __version__
 from zoo.build import build
+from zoo.catalogue import describe
 from zoo.cli_process import (
     Output,
     OutputError,
@@ -37,6 +36,8 @@ from zoo.presets import preset_names
 from zoo.registry import registry
 from zoo.spec import ModelSpec, load_spec
 from zoo.summary import diff, flatten, parameter_breakdown
+from zoo.terminal import Table
+from zoo.version import __version__
 
 console = Console(emoji=False)  # user text such as ":smile:" is printed as written
 errors = Console(stderr=True, emoji=False)
@@ -71,6 +72,7 @@ def _supports(entry) -> str:
 
 def cmd_list(args: argparse.Namespace) -> int:
     pattern = args.pattern or "*"
+    full = not any(sign in pattern for sign in "*?[")  # one entry asked for by name: its whole docstring
     entries = registry.entries(pattern)
     if entries:
         table = Table(title=f"Components matching {pattern!r}", title_justify="left")
@@ -78,7 +80,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         for column in ("what it is", "options (defaults)", "supports"):
             table.add_column(column, overflow="fold")
         for entry in entries:
-            table.add_row(*map(escape, (entry.qualified, entry.doc, _options(entry), _supports(entry))))
+            table.add_row(*map(escape, (entry.qualified, describe(entry.impl.__doc__, full), _options(entry),
+                                        _supports(entry))))
         console.print(table)
     presets = [n for n in preset_names() if args.pattern is None or fnmatch.fnmatchcase(n, pattern)]
     if presets:
@@ -97,8 +100,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         console.print(table)
         for message in broken:
             errors.print(f"zoo: preset not listed: {escape(message)}", highlight=False, soft_wrap=True)
-    listed = _list_tasks_and_metrics(pattern)
-    listed = _list_executors(pattern) or listed
+    listed = _list_tasks_and_metrics(pattern, full)
+    listed = _list_executors(pattern, full) or listed
     if not entries and not presets and not listed:
         raise ZooError(f"nothing matches {pattern!r}; try 'zoo list' or a pattern such as 'attention.*'")
     return 0
@@ -115,8 +118,9 @@ def _counts_table(spec: ModelSpec, title: str) -> Table:
     return table
 
 
-def _list_tasks_and_metrics(pattern: str) -> bool:
-    """Tables of the registered tasks ('task.NAME') and metrics ('metric.NAME') matching `pattern`; any listed."""
+def _list_tasks_and_metrics(pattern: str, full: bool) -> bool:
+    """Tables of the registered tasks ('task.NAME') and metrics ('metric.NAME') matching `pattern`, with their whole
+    docstrings where `full`; whether any is listed."""
     from zoo import metrics
     from zoo.data import TASKS
 
@@ -128,7 +132,7 @@ def _list_tasks_and_metrics(pattern: str) -> bool:
         for name in tasks:
             task = TASKS.get(name)
             shown = f"{name} ({task.family})" if task.family else name
-            table.add_row(*map(escape, (shown, _first_line(task.__doc__), ", ".join(task.metrics))))
+            table.add_row(*map(escape, (shown, describe(task.__doc__, full), ", ".join(task.metrics))))
         console.print(table)
     names = [n for n in metrics.names() if fnmatch.fnmatchcase(f"metric.{n}", pattern)]
     if names:
@@ -137,15 +141,16 @@ def _list_tasks_and_metrics(pattern: str) -> bool:
             table.add_column(column, overflow="fold")
         for name in names:
             metric = metrics.get(name)
-            table.add_row(*map(escape, (name, _first_line(type(metric).__doc__), "higher" if metric.higher_is_better
+            table.add_row(*map(escape, (name, describe(type(metric).__doc__, full), "higher" if metric.higher_is_better
                                         else "lower", f"{metric.bounds[0]:g}..{metric.bounds[1]:g}",
                                         f"{metric.stall_floor:g}")))
         console.print(table)
     return bool(tasks or names)
 
 
-def _list_executors(pattern: str) -> bool:
-    """A table of the registered executors ('executor.NAME') matching `pattern`; whether any is listed."""
+def _list_executors(pattern: str, full: bool) -> bool:
+    """A table of the registered executors ('executor.NAME') matching `pattern`, with their whole docstrings where
+    `full`; whether any is listed."""
     from zoo.experiment.executors import EXECUTORS
 
     names = [n for n in EXECUTORS.names() if fnmatch.fnmatchcase(f"executor.{n}", pattern)]
@@ -155,13 +160,10 @@ def _list_executors(pattern: str) -> bool:
             table.add_column(column, overflow="fold")
         for name in names:
             executor = EXECUTORS.get(name)
-            table.add_row(*map(escape, (name, _first_line(executor.__doc__), _defaults(executor.Options.model_fields))))
+            table.add_row(*map(escape, (name, describe(executor.__doc__, full),
+                                        _defaults(executor.Options.model_fields))))
         console.print(table)
     return bool(names)
-
-
-def _first_line(doc: str | None) -> str:
-    return (doc or "").strip().split("\n")[0]
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -275,7 +277,8 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="list registered components, presets, tasks, metrics and executors",
                        description="List registered components (slot.name), presets, tasks (task.name), metrics "
                        "(metric.name) and executors (executor.name); PATTERN is a shell-style wildcard, e.g. "
-                       "'attention.*', '*norm*' or 'task.*'.")
+                       "'attention.*', '*norm*' or 'task.*'; a name without wildcards (e.g. 'attention.torch-mha') "
+                       "shows the whole docstring of what it names.")
     p.add_argument("pattern", nargs="?", metavar="PATTERN")
     p.set_defaults(run=cmd_list)
 
@@ -313,11 +316,13 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("schema", help="print the JSON schema of a model spec")
     p.set_defaults(run=cmd_schema)
 
+    from zoo.cli_data import add_commands as add_data_commands
     from zoo.cli_experiment import add_commands as add_experiment_commands
     from zoo.cli_train import add_commands
 
     add_commands(sub)
     add_experiment_commands(sub)
+    add_data_commands(sub)
     for command in sub.choices.values():  # every command sees a user's components as it sees zoo's own
         command.add_argument("--plugin", metavar="PATH_OR_MODULE", action="append", default=[],
                              help="load a plugin (a .py file, a folder with __init__.py, or a module) before "

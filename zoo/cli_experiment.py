@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import re
-import shlex
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,14 +12,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
-from rich.table import Table
 
+from zoo.api import Study, folder
 from zoo.config_io import parse_assignments
 from zoo.errors import install_hint
 from zoo.experiment import load_experiment, store
 from zoo.experiment.executors import EXECUTORS, ExecutorError, create
 from zoo.experiment.grid import Part
-from zoo.experiment.owner import check_grid
+from zoo.terminal import Table
 
 RECORDS = store.RECORDS
 
@@ -31,38 +30,27 @@ TERMINAL_OMITS = {"stalled", "diverged", "failed", "vs baseline: Fisher p", "Δ 
 
 
 # -- zoo run ---------------------------------------------------------------------------------------
-def _places(args: argparse.Namespace, experiment) -> tuple[Path, Path]:
-    """(runs root, report folder) from --runs / --out or their defaults; records live in <report>/records."""
+def _study(args: argparse.Namespace) -> Study:
+    """The experiment file with its folders from --runs / --out (or their defaults); records live in
+    <out>/records. A folder given as a file is said with the flag's name."""
+    experiment = load_experiment(args.experiment)
     runs = Path(args.runs) if getattr(args, "runs", None) else Path("runs") / experiment.name
     out = Path(args.out) if args.out else Path("reports") / experiment.name
-    return _folder("--runs", runs), _folder("--out", out)
-
-
-def _folder(flag: str, path: Path) -> Path:
-    """`path`, unless a file stands there: a folder given as a file is one line now, not an error at the first
-    write (or, with --dry-run, a grid that reads as never run). Other unusable places (read-only, a file above
-    it) are said at the first write (zoo.cli)."""
-    if path.exists() and not path.is_dir():
-        raise store.StoreError(f"{flag} {path}: is a file, not a folder")
-    return path
+    return Study(experiment, out=folder("--out", out), runs=folder("--runs", runs))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from zoo.experiment.runner import run_grid
     from zoo.train.tensorboard import log_destination
 
-    experiment = load_experiment(args.experiment)
-    part = Part(args.variants, args.tasks, args.seeds).checked(experiment)
-    experiment.check_data(part.task_entries(experiment))
+    study = _study(args)
+    experiment, runs, out = study.experiment, study.runs, study.out
+    part = study.part(args.variants, args.tasks, args.seeds)
     executor = _executor(args)  # an unknown executor or a bad option: said before anything is written
-    runs, out = _places(args, experiment)
     if args.dry_run:
         return _dry_run(experiment, runs, out, args, part)
-    log_to = log_destination(args.log_to)
-    check_grid(experiment, runs, out / RECORDS)  # another experiment's store: refused before its floors are written
-    _write_floors(experiment, out, part.task_entries(experiment))
-    results = run_grid(experiment, runs, out / RECORDS, executor=executor, console=errors, live=not args.no_live,
-                       reuse_from=[Path(folder) for folder in args.reuse_from], log_to=log_to, part=part)
+    results = study.run(executor=executor, variants=args.variants, tasks=args.tasks, seeds=args.seeds,
+                        reuse_from=args.reuse_from, log_to=log_destination(args.log_to), live=not args.no_live,
+                        console=errors)
     counts: dict[str, int] = {}
     for state, _ in results.values():
         counts[state] = counts.get(state, 0) + 1
@@ -163,25 +151,13 @@ def _dry_run_summary(core_seconds: float, unknown: list[str], workers: int, to_r
 
 
 # -- zoo floors ------------------------------------------------------------------------------------
-def _write_floors(experiment, out: Path, tasks: list | None = None) -> None:
-    """Score each task's (or `tasks`') trivial systems (zoo/experiment/floors.py) where no current floor file is
-    there."""
-    from zoo.experiment.floors import write_floors
-
-    with errors.status(f"{experiment.name}: scoring the tasks' trivial systems (copy the source, ...)"):
-        written = write_floors(experiment, out / RECORDS, tasks)
-    if written:
-        errors.print(f"{experiment.name}: trivial floors of {', '.join(written)} -> {out / RECORDS / '.floors'}",
-                     highlight=False, markup=False, soft_wrap=True)
-
-
 def cmd_floors(args: argparse.Namespace) -> int:
     from zoo.experiment.floors import read_floor
 
-    experiment = load_experiment(args.experiment)
+    study = _study(args)
+    experiment, out = study.experiment, study.out
     experiment.check_data()
-    _, out = _places(args, experiment)
-    _write_floors(experiment, out)
+    study.floors(console=errors)
     table = Table(title=f"{experiment.name}: trivial floors on the test sets (no verdicts on a task whose baseline "
                         "does not clear them)", title_justify="left")
     for column in ("task", "system", "primary metric", "score", "other metrics"):
@@ -199,50 +175,38 @@ def cmd_floors(args: argparse.Namespace) -> int:
 
 # -- zoo export ------------------------------------------------------------------------------------
 def cmd_export(args: argparse.Namespace) -> int:
-    from zoo.export import ExportError, to_mlflow, to_tensorboard
+    from zoo.errors import ExportError
 
     tracker, *where = args.to
     if tracker not in ("tensorboard", "mlflow") or len(where) > 1 or (tracker == "tensorboard" and not where):
         raise ExportError(f"--to: {' '.join(args.to)!r}: give 'tensorboard DIR' or 'mlflow [URI]'")
-    experiment = load_experiment(args.experiment)
-    _, out = _places(args, experiment)
-    if where and "://" not in where[0] and not where[0].startswith("file:"):  # a folder, not a tracking server
-        _folder(f"--to {tracker}", Path(where[0]))
+    study = _study(args)
+    experiment, out = study.experiment, study.out
     with errors.status(f"exporting {experiment.name}'s records to {tracker}..."):
         if tracker == "tensorboard":
-            runs = to_tensorboard(experiment, out / RECORDS, Path(where[0]))
+            from zoo.export.tensorboard import to_tensorboard
+
+            runs = to_tensorboard(experiment, out / RECORDS, folder("--to tensorboard", Path(where[0])))
             said = f"{len(runs)} TensorBoard runs in {where[0]}: tensorboard --logdir {where[0]}"
         else:
+            from zoo.export.mlflow import to_mlflow, ui_command
+
             uri, parent = to_mlflow(experiment, out / RECORDS, out, where[0] if where else None)
-            said = (f"MLflow experiment {experiment.name!r}, parent run {parent}, at {uri}: "
-                    f"mlflow ui --backend-store-uri {uri}")
+            said = f"MLflow experiment {experiment.name!r}, parent run {parent}, at {uri}: {ui_command(uri)}"
     console.print(said, markup=False, highlight=False, soft_wrap=True)
     return 0
 
 
 # -- zoo report ------------------------------------------------------------------------------------
-def _report_command(args: argparse.Namespace) -> str:
-    """The command as it would be typed again, written into the report."""
-    words = ["zoo", "report", args.experiment]
-    for flag, value in (("--out", args.out),):
-        if value is not None:
-            words += [flag, value]
-    return shlex.join(words)
-
-
 def cmd_report(args: argparse.Namespace) -> int:
-    from zoo.report import ReportError, build_report
+    from zoo.report import ReportError
     from zoo.report.tables import outcome_rows, terminal_rows
 
-    experiment = load_experiment(args.experiment)
-    _, out = _places(args, experiment)
-    records = out / RECORDS
-    if not records.is_dir():
-        raise ReportError(f"--out: {out} holds no records/ folder; run the experiment first (zoo run "
-                          f"{args.experiment}) or point --out at the report folder that holds its records")
+    study = _study(args)
+    experiment, out = study.experiment, study.out
     try:
-        with errors.status(f"reading {records}, testing, plotting, checking equivalence..."):
-            path, report = build_report(experiment, records, out, _report_command(args))
+        with errors.status(f"reading {study.records_root}, testing, plotting, checking equivalence..."):
+            path, report = study.write_report()
     except OSError as err:  # a read-only or full --out: say where, not a traceback
         where = f" ({err.filename})" if err.filename else ""
         raise ReportError(f"--out: cannot write the report into {out}: {err.strerror or err}{where}; "
@@ -265,10 +229,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from zoo.report import ReportError, analyse
-    from zoo.report.tables import plan_rows
+    from zoo.report.tables import plan_notes, plan_rows
 
-    experiment = load_experiment(args.experiment)
-    _, out = _places(args, experiment)
+    study = _study(args)
+    experiment, out = study.experiment, study.out
     if not (out / RECORDS).is_dir() or not any((out / RECORDS).glob("*/*/seed-*.json")):
         raise ReportError(f"--out: no records of {experiment.name} in {out / RECORDS}; `zoo plan` sizes seeds from "
                           f"the spread of a pilot: run a few seeds first (zoo run {args.experiment})")
@@ -289,6 +253,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for row in rows:
             table.add_row(*(escape(cell) for cell in row))
         console.print(table)
+        for note in plan_notes(analysis):
+            console.print(note, markup=False, highlight=False)
     return 0
 
 
@@ -363,13 +329,15 @@ def add_commands(sub) -> None:
 
     p = sub.add_parser("export", help="export an experiment's records to TensorBoard or MLflow (nothing trains)",
                        description="Write what EXPERIMENT's records hold (OUT/records) into a tracker. "
-                       "'--to tensorboard DIR': a run per cell with every logged curve and an HParams row (the "
-                       "fields that differ from the baseline, the final test metrics), and per variant and task the "
-                       "mean curve with its seed band. '--to mlflow [URI]' (default: ./mlruns, a local file store): "
-                       "a parent run per experiment with report.md, results.csv and plots as artifacts, and a nested "
-                       "run per cell with the flattened spec and training config as params, the curves as metrics, "
-                       "the definition digest, zoo commit and status as tags. Needs the extra: "
-                       + install_hint("tensorboard") + " (or mlflow).")
+                       "'--to tensorboard DIR': a run per cell with every logged curve and an HParams row (status, "
+                       "d_model, layers, lr, steps, every field a variant changes, the final test metrics) under one "
+                       "HParams experiment, and per variant and task the mean curve with its seed band. '--to mlflow "
+                       "[URI]' (a server, sqlite:///FILE.db or another database, a FILE.db or a folder; default: "
+                       "./mlflow.db, MLflow's own default store): a parent run per experiment with report.md, "
+                       "results.csv and plots as artifacts and each variant's verdict and effect per task, and a "
+                       "nested run per cell with the record's definition and trained spec as params, the curves as "
+                       "metrics, the definition digest, zoo commit and status as tags. Exporting again updates the "
+                       "same runs. Needs the extra: " + install_hint("tensorboard") + " (or mlflow).")
     _experiment_arguments(p)
     p.add_argument("--to", nargs="+", required=True, metavar="TRACKER", help="tensorboard DIR | mlflow [URI]")
     p.set_defaults(run=cmd_export)

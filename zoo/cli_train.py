@@ -9,7 +9,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
-from rich.table import Table
 
 from zoo.config_io import parse_assignments
 from zoo.data import TaskConfig, check_files, load_task
@@ -17,6 +16,7 @@ from zoo.data.corpus import decode_utf8
 from zoo.decode import MAX_BEAM, DecodeConfig
 from zoo.errors import RunError, ZooError
 from zoo.spec import load_spec
+from zoo.terminal import Table
 from zoo.train import Trainer, check_fits, fit_to_task, load_run, load_train_config, save_evaluation
 
 console = Console(emoji=False)  # user text such as ":smile:" is printed as written

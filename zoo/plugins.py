@@ -3,7 +3,8 @@ command sees them as it sees zoo's own.
 
 A plugin is a Python file (`my_components.py`), a folder with `__init__.py`, or an importable module
 (`mypkg.zoo_ext`). It registers what it brings at import time (`@zoo.register("ffn", "glu", ...)`,
-`@register_task("rotate")`, `@register_metric("edit_accuracy")`).
+`@register_task("rotate")`, `@register_metric("edit_accuracy")`, `@register_dataset("my-corpus")`).
+A plugin reached two ways (installed, and by its folder) is one plugin when its files hold the same bytes.
 Plugins come from, in this order:
 
     installed packages' entry points in the group `zoo.plugins` (`pip install` a plugin package)

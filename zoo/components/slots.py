@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, create_model
 
+from zoo.catalogue import describe
 from zoo.errors import RegistryError, not_found
 
 
@@ -48,7 +49,7 @@ class Entry:
     name: str
     impl: type
     config: type[SlotParams]  # params model + discriminator fixed to `name`
-    doc: str
+    doc: str  # the docstring's first paragraph, on one line
     capabilities: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -80,13 +81,13 @@ class Registry:
                 raise RegistryError(f"{slot}.{name}: {impl!r} must derive from {spec_slot.base.__qualname__}")
             if not issubclass(params, SlotParams):
                 raise RegistryError(f"{slot}.{name}: params must derive from zoo.registry.SlotParams")
+            doc = describe(impl.__doc__)
             config = create_model(
                 f"{_camel(slot)}{_camel(name)}Config",
                 __base__=params,
-                __doc__=(impl.__doc__ or "").strip().split("\n")[0],
+                __doc__=doc,
                 **{spec_slot.key: (Literal[name], name)},  # type: ignore[dict-item]
             )
-            doc = (impl.__doc__ or "").strip().split("\n")[0]
             self._entries[slot][name] = Entry(slot, name, impl, config, doc, dict(capabilities))
             impl.registry_name = name
             return impl

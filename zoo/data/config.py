@@ -10,32 +10,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from zoo.config_io import Count, describe_error
-from zoo.data.task import FORMAT, TASK_FILE, Specials, Task
+from zoo.data.task import FORMAT, TASK_FILE, Specials, Task, TaskName
 from zoo.data.tasks import task_class
-from zoo.data.text import TEXT_NAME
 from zoo.errors import DataError
-
-
-class TaskName(NamedTuple):
-    """A parsed task name: `corpus`, `src` and `tgt` are empty but for a parallel-text task."""
-
-    kind: str  # the task class's family kind: 'synthetic', 'text', or a plugin's
-    corpus: str = ""
-    src: str = ""
-    tgt: str = ""
-
-
-def parse_name(name: str) -> TaskName:
-    """'copy' -> synthetic; 'multi30k:de-en' -> text (corpus multi30k, de -> en); ValueError naming the
-    valid names otherwise."""
-    kind = task_class(name).kind
-    match = TEXT_NAME.match(name) if kind == "text" else None
-    return TaskName(kind, match["corpus"], match["src"], match["tgt"]) if match else TaskName(kind)
 
 
 class TaskConfig(BaseModel):
@@ -83,7 +65,7 @@ class TaskConfig(BaseModel):
     @field_validator("name")
     @classmethod
     def _known_name(cls, name: str) -> str:
-        parse_name(name)
+        task_class(name)  # ValueError naming the valid names
         return name
 
     @model_validator(mode="after")
@@ -111,7 +93,8 @@ class TaskConfig(BaseModel):
 
     @property
     def parsed(self) -> TaskName:
-        return parse_name(self.name)
+        """'copy' -> TaskName('synthetic'); 'multi30k:de-en' -> TaskName('text', 'multi30k', 'de', 'en')."""
+        return self.task_class.parse_name(self.name)
 
     @property
     def kind(self) -> str:

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from zoo.data.config import TaskConfig
 
 DATA_ENV = "ZOO_DATA_DIR"
+# What a corpus folder may be called: its name is the CORPUS of task names CORPUS:SRC-TGT (zoo/data/text.py).
+# Hyphens are fine (wmt-ende-10k).
+CORPUS_NAME = r"[^:/\\\s]+"
 LAYOUT = "DATA_DIR/CORPUS/{train,valid,test}.LANG, UTF-8, one sentence per line, aligned by line"
 MAX_LINE_BYTES = 64 * 1024  # a sentence is far shorter: a longer line is a file without "\n" breaks, or not text
 BLOCK_BYTES = 64 * 1024  # files are read this much at a time

@@ -1,8 +1,8 @@
 """Synthetic tasks: copy, reverse, sort and long-copy, generated from (seed, split) with no files.
 
-Each is a SyntheticTask with its own target rule (`target`); a plugin adds a task the same way, by
-subclassing SyntheticTask and registering it (zoo/data/tasks.py). They isolate what a variant can
-learn from what the data allows: a correct model reaches 100% exact match, so a variant that does
+Each is a SyntheticTask with its own target rule (`target`), registered here (zoo/data/tasks.py); a
+plugin adds a task the same way, by subclassing SyntheticTask and registering it. They isolate what a
+variant can learn from what the data allows: a correct model reaches 100% exact match, so a variant that does
 not has a bug or a real weakness. long-copy draws lengths between 2 x min_len and 2 x max_len, so
 cross-attention must find its place in long inputs.
 
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from zoo.data.task import Specials, Task
+from zoo.data.tasks import register_task
 from zoo.errors import DataError
 
 if TYPE_CHECKING:
@@ -135,6 +136,7 @@ def _text(ids) -> str:
 
 
 
+@register_task("copy")
 class Copy(SyntheticTask):
     """The target is the source."""
 
@@ -144,12 +146,7 @@ class Copy(SyntheticTask):
         return list(source)
 
 
-class LongCopy(Copy):
-    """Copy with lengths doubled (2 x min_len .. 2 x max_len): cross-attention must find its place."""
-
-    length_scale = 2
-
-
+@register_task("reverse")
 class Reverse(SyntheticTask):
     """The source backwards."""
 
@@ -157,8 +154,16 @@ class Reverse(SyntheticTask):
         return list(reversed(source))
 
 
+@register_task("sort")
 class Sort(SyntheticTask):
     """The source's symbols in ascending order (ascending ids)."""
 
     def target(self, source: tuple[int, ...]) -> list[int]:
         return sorted(source)
+
+
+@register_task("long-copy")
+class LongCopy(Copy):
+    """Copy with lengths doubled (2 x min_len .. 2 x max_len): cross-attention must find its place."""
+
+    length_scale = 2

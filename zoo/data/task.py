@@ -7,9 +7,9 @@ convention everywhere, so training and decoding code never look at the task kind
 
 Two kinds implement it: SyntheticTask (zoo/data/synthetic.py, generated from the seed, scored by
 exact match) and TextTask (zoo/data/text.py, parallel text through trained tokenizers, scored by
-BLEU and chrF). Tasks are registered by name in zoo/data/tasks.py, where a plugin adds its own.
-`Task.save` writes what a run directory needs to decode again without the cache (task.json +
-tokenizer files); `load_saved` (zoo/data/config.py) reads it back without retraining.
+BLEU and chrF). Tasks are registered by name in zoo/data/tasks.py's registry, each next to its code,
+as a plugin registers its own. `Task.save` writes what a run directory needs to decode again without
+the cache (task.json + tokenizer files); `load_saved` (zoo/data/config.py) reads it back without retraining.
 """
 
 from __future__ import annotations
@@ -18,13 +18,10 @@ import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from zoo.atomic import write_text_atomic
 from zoo.errors import DataError
-
-if TYPE_CHECKING:
-    from zoo.data.config import TaskConfig
 
 SPLITS = ("train", "valid", "test")
 TASK_FILE = "task.json"
@@ -58,8 +55,22 @@ class Specials:
         return max(self.pad, self.unk, self.bos, self.eos) + 1
 
 
+class TaskName(NamedTuple):
+    """A parsed task name: `corpus`, `src` and `tgt` are empty but for a parallel-text task."""
+
+    kind: str  # the task class's family kind: 'synthetic', 'text', or a plugin's
+    corpus: str = ""
+    src: str = ""
+    tgt: str = ""
+
+
 class Task:
-    """A task's splits as id pairs and text. Build one with `load_task`; see the module docstring."""
+    """A task's splits as id pairs and text. Build one with `load_task`; see the module docstring.
+
+    `config` is the TaskConfig (zoo/data/config.py) the task is made from. It is named in words only here:
+    TaskConfig checks a task name against the registry of Task classes, so this module, which every task
+    class and that registry import, must not import it back (tests/test_imports.py counts annotations too).
+    """
 
     registry_name: ClassVar[str]  # set by zoo.data.tasks.register_task
     kind: ClassVar[str]  # the family: 'synthetic' (generated, TaskConfig's synthetic fields) or 'text' (a corpus)
@@ -72,7 +83,12 @@ class Task:
         """Whether `name` is one of the family's task names (only asked of a class with a `family`)."""
         return False
 
-    def __init__(self, config: TaskConfig, specials: Specials, src_vocab: int, tgt_vocab: int):
+    @classmethod
+    def parse_name(cls, name: str) -> TaskName:
+        """What the name says beyond the class (a parallel-text task: the corpus and languages)."""
+        return TaskName(cls.kind)
+
+    def __init__(self, config, specials: Specials, src_vocab: int, tgt_vocab: int):
         self.config = config
         self.specials = specials
         self.src_vocab = src_vocab  # sizes including the special ids
@@ -111,7 +127,7 @@ class Task:
         raise NotImplementedError
 
     @classmethod
-    def _create(cls, config: TaskConfig, specials: Specials, cache_dir: Path | None) -> Task:
+    def _create(cls, config, specials: Specials, cache_dir: Path | None) -> Task:
         raise NotImplementedError
 
     def _save_files(self, folder: Path) -> dict[str, Any]:
@@ -119,7 +135,7 @@ class Task:
         return {}
 
     @classmethod
-    def _restore(cls, config: TaskConfig, specials: Specials, folder: Path, state: dict[str, Any]) -> Task:
+    def _restore(cls, config, specials: Specials, folder: Path, state: dict[str, Any]) -> Task:
         raise NotImplementedError
 
     # -- shared helpers --------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The task registry: task name -> Task class, zoo's own registered here and a plugin's by `register_task`.
+"""The task registry: task name -> Task class. Each class registers next to its code, zoo's own
+(zoo/data/synthetic.py, zoo/data/text.py) as a plugin's, with `register_task`:
 
     from zoo.data import SyntheticTask, register_task
 
@@ -9,7 +10,8 @@
 A registered class is found by its name; a family of names (every `CORPUS:SRC-TGT` for parallel text,
 its `family`) by the class's `claims(name)`. Every command sees a plugin's task as it sees zoo's own, and
 experiments, training, floors and reports treat it the same way: through the Task interface and the
-metrics the class names.
+metrics the class names. This module imports no task class, so TaskConfig (zoo/data/config.py) can look
+names up here while the task classes, which take a TaskConfig, import it.
 """
 
 from __future__ import annotations
@@ -17,16 +19,10 @@ from __future__ import annotations
 import difflib
 
 from zoo.catalogue import Catalogue
-from zoo.data.synthetic import Copy, LongCopy, Reverse, Sort
 from zoo.data.task import Task
-from zoo.data.text import TextTask
 
 TASKS: Catalogue[type[Task]] = Catalogue("task", Task)
 register_task = TASKS.register
-
-for _name, _task in (("copy", Copy), ("reverse", Reverse), ("sort", Sort), ("long-copy", LongCopy),
-                     ("parallel-text", TextTask)):
-    register_task(_name)(_task)
 
 
 def task_class(name: str) -> type[Task]:

@@ -21,20 +21,22 @@ from typing import TYPE_CHECKING, Any
 from tokenizers import Tokenizer
 
 from zoo.atomic import write_atomic
-from zoo.data.corpus import ParallelSplit, read_corpus, resolve_data_dir
-from zoo.data.task import Specials, Task
+from zoo.data.corpus import CORPUS_NAME, ParallelSplit, read_corpus, resolve_data_dir
+from zoo.data.task import Specials, Task, TaskName
+from zoo.data.tasks import register_task
 from zoo.data.tokenizer import cached_tokenizer, default_cache_dir, load_tokenizer
 from zoo.errors import DataError
 
 if TYPE_CHECKING:
     from zoo.data.config import TaskConfig
 
-# Corpus folder names may hold hyphens (wmt-ende-10k); language codes may not, the hyphen separates them.
-TEXT_NAME = re.compile(r"^(?P<corpus>[^:/\\\s]+):(?P<src>[A-Za-z0-9_]+)-(?P<tgt>[A-Za-z0-9_]+)$")
+# Language codes may not hold hyphens (corpus names may): the hyphen separates them.
+TEXT_NAME = re.compile(rf"^(?P<corpus>{CORPUS_NAME}):(?P<src>[A-Za-z0-9_]+)-(?P<tgt>[A-Za-z0-9_]+)$")
 JOINT_FILE = "tokenizer.json"
 SIDE_FILES = {"src": "tokenizer.src.json", "tgt": "tokenizer.tgt.json"}
 
 
+@register_task("parallel-text")
 class TextTask(Task):
     """Sentences of a parallel corpus as subword (or word) ids, scored by BLEU and chrF."""
 
@@ -45,6 +47,11 @@ class TextTask(Task):
     @classmethod
     def claims(cls, name: str) -> bool:
         return TEXT_NAME.match(name) is not None
+
+    @classmethod
+    def parse_name(cls, name: str) -> TaskName:
+        match = TEXT_NAME.match(name)
+        return TaskName(cls.kind, match["corpus"], match["src"], match["tgt"])
 
     def __init__(self, config: TaskConfig, specials: Specials, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
                  data_dir: Path | None, corpus: dict[str, ParallelSplit] | None = None,

@@ -36,10 +36,16 @@ CACHE_ENV = "ZOO_CACHE"
 KEY_FORMAT = 1  # bump when the tokenizer pipeline below changes, so stale cache entries are not reused
 
 
-def default_cache_dir() -> Path:
-    """$ZOO_CACHE/tokenizers if ZOO_CACHE is set (the root of zoo's caches), else ~/.cache/zoo/tokenizers."""
+def cache_root() -> Path:
+    """The root of zoo's caches (tokenizers here, downloads in zoo/data/datasets.py): $ZOO_CACHE, else
+    ~/.cache/zoo."""
     root = os.environ.get(CACHE_ENV)
-    return (Path(root) if root else Path.home() / ".cache" / "zoo") / "tokenizers"
+    return Path(root) if root else Path.home() / ".cache" / "zoo"
+
+
+def default_cache_dir() -> Path:
+    """$ZOO_CACHE/tokenizers if ZOO_CACHE is set, else ~/.cache/zoo/tokenizers."""
+    return cache_root() / "tokenizers"
 
 
 def special_tokens(specials: Specials) -> list[str]:

@@ -113,9 +113,9 @@ def provenance(concurrent: int, commit: str = "", plugins: dict[str, str] | None
     `plugins`: the definition's plugins ({name: sha256}), recorded with their versions."""
     import torch
 
-    from zoo import __version__
     from zoo.machine import cpu_model
     from zoo.plugins import loaded
+    from zoo.version import __version__
 
     where = {"zoo": __version__, "commit": commit or zoo_commit(), "torch": torch.__version__,
              "python": platform.python_version(), "cpu": cpu_model(),

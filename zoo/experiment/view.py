@@ -13,10 +13,10 @@ from pathlib import Path
 
 from rich.console import Group
 from rich.markup import escape
-from rich.table import Table
 
 from zoo import rundir
 from zoo.experiment.grid import Cell, read_record
+from zoo.terminal import Table
 from zoo.train.config import TrainConfig
 
 

@@ -7,8 +7,9 @@ power, placebo calibration, the equivalence matrix, findings checked where they 
 Two layers. The statistics are zoo/stats/, which imports nothing from zoo. Here: collect.py (records ->
 tables), analysis.py (outcomes and comparisons per task), findings.py, equiv.py (equivalence matrix),
 transfer.py (effects on two tasks), family.py (the families of tests, adjusted together), study.py (the whole
-experiment's analysis, adjusted), then the writer: tables.py (formatting), plots.py, sections/ (one file per
-section of report.md, with its plots) and report.py (lists the sections in order, writes report.md).
+experiment's analysis, adjusted), then the writer: tables.py (formatting), plots.py, paths.py (files named
+relative to the repository), sections/ (one file per section of report.md, with its plots) and report.py (lists
+the sections in order, writes report.md).
 """
 
 from zoo.report.collect import ReportError, collect, load_records

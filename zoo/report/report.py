@@ -49,9 +49,9 @@ def build_report(experiment: Experiment, records_root: Path, out_dir: Path, comm
     out_dir.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out_dir / "results.csv", report.frame.to_csv(index=False))
     config = experiment.config
-    from zoo import __version__
     from zoo.experiment.record import zoo_commit
     from zoo.machine import cpu_model
+    from zoo.version import __version__
 
     lines = [f"<!-- generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by zoo {__version__} ({zoo_commit()}) "
              f"on {cpu_model()}; the rest of this file is a function of the records and the experiment file -->",

@@ -321,13 +321,34 @@ def plan_rows(experiment: Experiment, analysis: TaskAnalysis, effect: float) -> 
     for variant, c in analysis.comparisons.items():
         base, other = c.per_seed
         if min(len(base), len(other)) < 2:
-            rows.append([variant, f"{len(base)}, {len(other)}", "—", "—", "run at least 2 seeds of each first"])
+            failing = failing_arm(analysis, c)
+            rows.append([variant, f"{len(base)}, {len(other)}", "—", "—",
+                         "none: failure rates only (below)" if failing else "run at least 2 seeds of each first"])
             continue
         sd_b, sd_v = float(np.std(base, ddof=1)), float(np.std(other, ddof=1))
         needed = c.seeds_for(effect)  # at the level its verdict is decided at (`level`)
         rows.append([variant, f"{len(base)}, {len(other)}", f"{fmt(sd_b)}, {fmt(sd_v)}", fmt_detectable(c),
                      str(needed) if needed else "more than 100"])
     return header, rows
+
+
+def failing_arm(analysis: TaskAnalysis, comparison: Comparison) -> str | None:
+    """The arm of `comparison` whose runs (two or more) all stalled or diverged, if one did; else None."""
+    for arm in (comparison.reference, comparison.variant):
+        rate = analysis.instability[arm]
+        if rate.n >= 2 and rate.count == rate.n:
+            return arm
+    return None
+
+
+def plan_notes(analysis: TaskAnalysis) -> list[str]:
+    """What `zoo plan` says under its table of each arm whose runs all stalled or diverged. Such an arm has no
+    quality to compare, so "run more seeds first" would mislead: its comparisons are of failure rates, and more
+    seeds would only compare the few runs that happen to train (survivors, not the variant)."""
+    arms = dict.fromkeys(arm for c in analysis.comparisons.values() if (arm := failing_arm(analysis, c)))
+    return [f"{arm}: all {analysis.instability[arm].n} runs stalled or diverged, so its {analysis.primary} is "
+            "undefined and its comparison is of failure rates (the outcomes table of zoo report), not of quality; "
+            "no number of seeds changes that." for arm in arms]
 
 
 def terminal_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[list[str], list[list[str]]]:

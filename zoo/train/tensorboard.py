@@ -1,7 +1,7 @@
 """`--log-to tensorboard DIR`: the rows a training run logs, mirrored to TensorBoard as they are written.
 
 For people who watch long runs (`zoo train`, and each cell of `zoo run`). Exporting finished records to
-TensorBoard or MLflow, which reads only records, is zoo/export.py.
+TensorBoard or MLflow, which reads only records, is zoo/export/.
 """
 
 from __future__ import annotations

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from zoo.report.paths import shown
 from zoo.report.study import Report
 
 
 class ExperimentFile:
     def title(self, report: Report) -> str:
-        return f"Experiment file `{os.path.relpath(report.experiment.path)}`"
+        return f"Experiment file `{shown(report.experiment.path)}`"
 
     def render(self, report: Report, out_dir: Path) -> list[str]:
         path, records = report.experiment.path, report.analyst.records.root.name

@@ -6,7 +6,8 @@ from collections import Counter
 from pathlib import Path
 
 from zoo.report.study import Report
-from zoo.report.tables import md_text
+from zoo.report.tables import fmt_difference, label, md_text
+from zoo.stats.blocks import block_test
 
 
 def provenance(report: Report) -> list[str]:
@@ -31,6 +32,7 @@ def provenance(report: Report) -> list[str]:
                      f"definition instead of trained again: {join(copied)}; each names its original in "
                      "`provenance.copied_from`")
     lines += devices_by_seed(report.analyst.records.by_cell)
+    lines += device_effects(report)
     if signatures:
         lines.append("- sacreBLEU: " + "; ".join(f"`{s}`" for s in signatures))
     return [*lines, ""]
@@ -60,4 +62,31 @@ def devices_by_seed(by_cell: dict) -> list[str]:
                      + (f"; {_seeds(mixed)} trained {'its' if len(mixed) == 1 else 'their'} arms on different "
                         "devices, so the device is inside those comparisons" if mixed else
                         " (each seed on one device for every arm: the device is a block of seeds, never an arm)"))
+    return lines
+
+
+def device_effects(report: Report) -> list[str]:
+    """For each task whose seeds trained on two devices, each seed whole on one: how far the seeds of the
+    first device score from the others on the primary metric, averaged over the arms, with the exact
+    permutation test over seeds (zoo/stats/blocks.py). Balanced over the arms, the device cannot bias a
+    comparison; it adds to the seeds' spread, and this says by how much."""
+    frame = report.frame[report.frame["status"] == "complete"]
+    lines = []
+    for analysis in report.tasks:
+        rows = frame[frame["task"] == analysis.task.key]
+        by_seed = rows.groupby("seed")["device"].agg(lambda devices: frozenset(map(str, devices)))
+        devices = sorted(set().union(*by_seed) if len(by_seed) else (), key=lambda d: (d == "cpu", d))  # CPU last
+        if len(devices) != 2 or any(len(found) > 1 for found in by_seed):
+            continue
+        values = {variant: dict(zip(arm["seed"], arm[analysis.primary])) for variant, arm in rows.groupby("variant")}
+        first = [seed for seed, found in by_seed.items() if devices[0] in found]
+        test = block_test(values, first)
+        if test is None:
+            continue
+        metric = analysis.primary
+        lines.append(f"- {analysis.task.key}, device as a block: the {md_text(devices[0])} seeds score "
+                     f"{fmt_difference(test.effect, metric)} {label(metric)} against the {md_text(devices[1])} seeds, "
+                     f"averaged over {test.arms} arms (each seed's mean deviation from its arm's mean); exact "
+                     f"permutation over the seeds ({test.n_group} v {test.n_rest}): p = {test.p_value:.2f}, where "
+                     f"the smallest p this split allows is {test.floor:.2f}")
     return lines

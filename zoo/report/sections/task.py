@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +9,7 @@ from zoo.experiment import Experiment
 from zoo.report import plots
 from zoo.report.analysis import TaskAnalysis
 from zoo.report.collect import curves
+from zoo.report.paths import shown
 from zoo.report.sections.grid import interim
 from zoo.report.study import Report
 from zoo.report.tables import (
@@ -125,7 +125,7 @@ def budgets(experiment: Experiment, task) -> tuple[str, list[str]]:
 def floor_lines(report: Report, analysis: TaskAnalysis) -> list[str]:
     """The task's trivial floors, and the line that replaces its verdicts when the baseline does not clear them."""
     if analysis.floors is None:
-        return [f"Trivial floors: none recorded (`zoo floors {os.path.relpath(report.experiment.path)}` scores "
+        return [f"Trivial floors: none recorded (`zoo floors {shown(report.experiment.path)}` scores "
                 "them), so the verdicts are not checked against what doing nothing scores.", ""]
     scores = ", ".join(f"{name} {value:.2f}" for name, value in analysis.floors.items())
     lines = [f"Trivial floors (systems that learn nothing, scored like the models on test "
