@@ -77,7 +77,17 @@ def test_list_filters_with_wildcards(capsys):
 
 def test_list_with_no_match_is_a_user_error(capsys):
     code, _, err = run(capsys, "list", "nothing.*")
-    assert code == 2 and "nothing matches" in err
+    assert code == 2 and "nothing matches" in err and "a name from a plugin needs the plugin loaded" in err
+
+
+@pytest.mark.parametrize("command, pattern, closest", [("list", "fnn.*", "ffn.*"), ("list", "task.sortt", "task.sort"),
+                                                       ("check", "fnn.*", "ffn.*")])
+def test_a_pattern_that_matches_nothing_suggests_the_closest_and_where_names_come_from(capsys, command, pattern,
+                                                                                       closest):
+    """'unknown slot fnn' suggested nothing and did not say a plugin may be missing (issue 35, item 2)."""
+    code, _, err = run(capsys, command, pattern)
+    assert code == 2 and f"did you mean {closest!r}?" in err and "--plugin, $ZOO_PLUGINS" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_show_prints_resolved_spec_counts_and_notes(capsys):

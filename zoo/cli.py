@@ -30,7 +30,7 @@ from zoo.cli_process import (
 )
 from zoo.config_io import parse_assignments
 from zoo.equivalence import equivalence
-from zoo.errors import ZooError
+from zoo.errors import PLUGIN_HINT, ZooError, closest
 from zoo.plugins import load_all
 from zoo.presets import preset_names
 from zoo.registry import registry
@@ -103,8 +103,22 @@ def cmd_list(args: argparse.Namespace) -> int:
     listed = _list_tasks_and_metrics(pattern, full)
     listed = _list_executors(pattern, full) or listed
     if not entries and not presets and not listed:
-        raise ZooError(f"nothing matches {pattern!r}; try 'zoo list' or a pattern such as 'attention.*'")
+        raise ZooError(f"nothing matches {pattern!r}{closest(pattern, _listable())} ('zoo list' shows everything; "
+                       f"{PLUGIN_HINT})")
     return 0
+
+
+def _listable() -> list[str]:
+    """Every name `zoo list` and `zoo check` match patterns against, and each family's wildcard ('ffn.*',
+    'task.*'): what a pattern that matches nothing is compared with for a suggestion."""
+    from zoo import metrics
+    from zoo.data import TASKS
+    from zoo.experiment.executors import EXECUTORS
+
+    names = [entry.qualified for entry in registry.entries()] + preset_names()
+    names += [f"task.{n}" for n in TASKS.names()] + [f"metric.{n}" for n in metrics.names()]
+    names += [f"executor.{n}" for n in EXECUTORS.names()]
+    return names + sorted({f"{name.split('.')[0]}.*" for name in names if "." in name})
 
 
 def _counts_table(spec: ModelSpec, title: str) -> Table:
@@ -220,8 +234,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     on what a plugin registers."""
     subjects = _check_subjects(args.target)
     if not subjects:
-        raise ZooError(f"check: {args.target!r} matches nothing registered (a pattern such as 'ffn.*', 'task.*' or "
-                       "'metric.bleu', or a plugin that registers components, tasks or metrics)")
+        raise ZooError(f"check: {args.target!r} matches nothing registered{closest(args.target, _listable())} (a "
+                       "pattern such as 'ffn.*', 'task.*' or 'metric.bleu', or a plugin that registers components, "
+                       f"tasks or metrics; {PLUGIN_HINT})")
     failed = 0
     for qualified, contracts, check in subjects:
         with console.status(f"checking {qualified}..."):

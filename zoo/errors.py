@@ -12,13 +12,20 @@ def install_hint(extra: str) -> str:
     return f"pip install -e '.[{extra}]' in a clone, or pip install '{DISTRIBUTION}[{extra}]'"
 
 
+PLUGIN_HINT = ("a name from a plugin needs the plugin loaded: --plugin, $ZOO_PLUGINS or an installed package's "
+               "entry point")
+
+
+def closest(name: object, names: list[str]) -> str:
+    """'; did you mean 'X'?' for the registered name closest to `name`, or '' when none is close."""
+    close = difflib.get_close_matches(str(name), names, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def not_found(name: object, names: list[str]) -> str:
     """What follows 'unknown X NAME' in every lookup error: the closest name, and where names come from (a
     plugin that is not loaded is the usual reason a name is missing)."""
-    close = difflib.get_close_matches(str(name), names, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return (f"{hint} (valid: {', '.join(names)}; a name from a plugin needs the plugin loaded: --plugin, "
-            "$ZOO_PLUGINS or an installed package's entry point)")
+    return f"{closest(name, names)} (valid: {', '.join(names)}; {PLUGIN_HINT})"
 
 
 class ZooError(Exception):
