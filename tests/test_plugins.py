@@ -106,6 +106,13 @@ def test_missing_plugins_are_one_line(tmp_path):
         load("no_such_package_zzz.ext")
 
 
+def test_a_file_that_is_not_python_is_one_line(tmp_path):
+    """An experiment file given to `zoo check` (or as --plugin) was an AttributeError from importlib."""
+    (tmp_path / "experiment.toml").write_text('name = "x"\n')
+    with pytest.raises(PluginError, match=r"experiment.toml is neither a .py file nor a folder with __init__.py"):
+        load(str(tmp_path / "experiment.toml"))
+
+
 EXPERIMENT = """
 name = "plugged"
 seeds = [0]

@@ -222,7 +222,7 @@ def _import_path(name: str, base: Path | None) -> ModuleType:
         raise PluginError(f"plugin {name!r}: {path} does not exist")
     path = path.resolve()
     target = path / "__init__.py" if path.is_dir() else path
-    if not target.is_file():
+    if not target.is_file() or target.suffix != ".py":
         raise PluginError(f"plugin {name!r}: {path} is neither a .py file nor a folder with __init__.py")
     for module in list(sys.modules.values()):  # already imported another way (an installed package's entry point)
         if getattr(module, "__file__", None) == str(target):
