@@ -181,14 +181,14 @@ def test_sequence_beyond_max_len_is_a_clear_error(tiny, kind):
 
 
 @pytest.mark.parametrize("vocab, token_std, ratio_unscaled, ratio_scaled", [
-    (4004, 0.0222, 1 / 32, 0.25),  # the ablations' translation tasks: 4000 BPE tokens + 4 specials
+    (4000, 0.0222, 1 / 32, 0.25),  # the ablations' translation tasks: a joint BPE of 4000, specials included
     (14, 0.161, 0.23, 1.82),       # reverse: 10 symbols + 4 specials
 ])
 def test_embedding_to_position_ratio_depends_on_vocabulary(vocab, token_std, ratio_unscaled, ratio_scaled):
     """The numbers behind the no-embedding-scale verdicts (experiments/ablations.toml): paper-base initialises
     the tied table Xavier-uniform, std sqrt(2 / (V + D)), so a token vector's length depends on the vocabulary,
     while a sinusoid row has length sqrt(D / 2) at every position. Without the sqrt(D) scale tokens are about
-    1/32 of the positions at vocab 4004, about a quarter at vocab 14."""
+    1/32 of the positions at vocab 4000, about a quarter at vocab 14."""
     from zoo.components.positional import sinusoid_table
 
     spec = zoo.load_spec("paper-base", overrides={"d_model": 64, "n_heads": 4, "d_ff": 256, "encoder_layers": 2,
