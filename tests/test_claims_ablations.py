@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from claims import (
     REPORTS,
+    ROOT,
     check_row,
     clear_of_zero,
     effect,
@@ -415,3 +416,30 @@ def test_the_changes_go_the_way_a_budget_effect_would():
     assert not clear_of_zero(first["swiglu"]) and verdict_class(second["swiglu"]) == "better"
     assert signed(second["swiglu"].result.difference) == "+0.76"
     assert verdict_class(second["prenorm-scalenorm-fixnorm"]) == "equivalent"
+
+
+def test_the_committed_overviews_detectable_differences_are_at_the_corrected_level():
+    """Issue 36: every 'none > X detectable' of the committed ablations overview is the detectable difference at
+    the level its verdict is decided at (alpha over the differences family: what one rejection needs), with the
+    variance the verdict uses, not at the unadjusted 0.05 (which gives smaller, wrong, figures)."""
+    from zoo.stats.power import detectable_at
+
+    lines = (ROOT / "reports" / "ablations" / "report.md").read_text().splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("| variant | reverse (exact match %)"))
+    keys = ["reverse", "multi30k-de-en", "multi30k-en-de", "reverse-long"]
+    family = report("ablations").family
+    checked = 0
+    for line in lines[header + 2:]:
+        if not line.startswith("| "):
+            break
+        variant, *cells = [cell.strip() for cell in line.strip("|").split("|")]
+        for key, cell in zip(keys, cells):
+            found = re.search(r"none > ([\d.,]+) detectable", cell)
+            if not found:
+                continue
+            c = task("ablations", key).comparisons[variant]
+            assert c.level == pytest.approx(0.05 / family)
+            assert found.group(1) == f"{detectable_at(c.design, c.level, c.power):,.2f}", (variant, key)
+            assert detectable_at(c.design, 0.05, c.power) < c.mde  # the uncorrected figure would be smaller
+            checked += 1
+    assert checked >= 10  # 12 such cells on 2026-11-27
