@@ -84,7 +84,7 @@ def task_section(report: Report, analysis: TaskAnalysis, out_dir: Path) -> list[
                                                           out_dir / "plots" / f"{stem}-seeds.png"))]
     if analysis.comparisons:
         figures.append(("effects", plots.effects(experiment, analysis, out_dir / "plots" / f"{stem}-effects.png")))
-    logged = curves(report.analyst.records, task.key)
+    logged = curves(report.analyst.records, task.key, only=(task.primary_metric, "nll"))  # what the plot draws
     figures.append(("learning curves", plots.learning_curves(experiment, task, logged,
                                                              out_dir / "plots" / f"{stem}-curves.png")))
     for title, png in figures:
