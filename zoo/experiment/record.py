@@ -30,11 +30,21 @@ import math
 import os
 import platform
 import subprocess
+from array import array
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt, StrictStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_serializer,
+    model_validator,
+)
 
 from zoo import metrics
 from zoo.rundir import (
@@ -228,7 +238,27 @@ class Curves(BaseModel):
                 raise ValueError(f"{part}.step: steps must be integers")
             if len({len(values) for values in columns.values()}) > 1:
                 raise ValueError(f"{part}: columns of different lengths")
+        for name, values in self.train.items():
+            self.train[name] = packed(values)
         return self
+
+    @field_serializer("train")
+    def _lists(self, train: dict[str, list[Value] | array]) -> dict[str, list[Value]]:
+        """Written (and hashed) as the lists they were read from: a packed column is only how memory holds it."""
+        return {name: values.tolist() if isinstance(values, array) else values for name, values in train.items()}
+
+
+def packed(values: list[Value]) -> list[Value] | array:
+    """A training-curve column as a typed array where every value is a float (or every one an int): 4000 rows
+    of 9 columns as Python floats take 32 bytes a value, 1.2 MB a record, 322 MB of the ablations report's
+    280 records; packed, 8 bytes a value, read back as the same Python numbers. A column holding None or
+    text (a diverged run's 'nan') stays a list."""
+    kinds = {type(value) for value in values}
+    if kinds == {float}:
+        return array("d", values)
+    if kinds == {int}:
+        return array("q", values)
+    return values
 
 
 class Head(BaseModel):
