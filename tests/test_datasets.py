@@ -357,3 +357,15 @@ class Plugged(Dataset):
         if "plugged-corpus" in DATASETS:
             DATASETS.unregister("plugged-corpus")
     assert "│ plugged-corpus " in shown and "plugged " in shown and "CC0" in shown
+
+
+def test_an_interrupted_get_says_that_running_it_again_resumes():
+    import argparse
+
+    from zoo.cli_process import stopped
+
+    line, code = stopped(KeyboardInterrupt(), argparse.Namespace(command="data", data_command="get"))
+    assert code == 130 and line == ("zoo: interrupted; partial downloads are kept: running the same command again "
+                                    "resumes them")
+    line, _ = stopped(KeyboardInterrupt(), argparse.Namespace(command="data", data_command="list"))
+    assert line == "zoo: interrupted"

@@ -66,6 +66,8 @@ def stopped(err: KeyboardInterrupt, args: argparse.Namespace) -> tuple[str, int]
                                                              else " with --resume continues")}
     if args.command in again:
         line += f"; checkpoints and finished results are kept: {again[args.command]} from the last checkpoint"
+    elif args.command == "data" and getattr(args, "data_command", None) == "get":
+        line += "; partial downloads are kept: running the same command again resumes them"
     return line, 128 + signum
 
 
