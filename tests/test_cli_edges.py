@@ -186,6 +186,29 @@ def wait_for_training(metrics: list[Path]) -> None:
 
 
 @pytest.mark.slow
+def test_sigterm_leaves_no_traceback_from_a_worker_waiting_for_work(tmp_path):
+    """Two workers, one short cell and one long: once the short one is recorded, its worker waits for work that
+    will not come. A SIGTERM then ends the parent, and that worker found its pipe closed: it printed an EOFError
+    traceback under the one line saying how to resume."""
+    path = experiment_file(tmp_path, **{"seeds = [0, 1]": "seeds = [0]",
+                                        'set = {"residual.kind" = "pre-norm"}':
+                                        'set = {"residual.kind" = "pre-norm"}\ntrain = {steps = 4000}'})
+    command = [sys.executable, "-m", "zoo", "run", str(path), *map(str, store_flags(tmp_path)), "--workers", "2"]
+    process = subprocess.Popen(command, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    short = tmp_path / "out" / "records" / "post-norm" / "copy" / "seed-0.json"
+    grid = cells(load_experiment(path), tmp_path / "runs", tmp_path / "out" / "records")
+    deadline = time.time() + 120
+    while time.time() < deadline and not short.exists():
+        time.sleep(0.2)
+    wait_for_training([cell.out / rundir.METRICS for cell in grid if cell.variant == "pre-norm"])
+    time.sleep(1.0)  # the short cell's worker is back in its loop, waiting
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert short.exists() and process.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err and "EOFError" not in err, err
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_sigterm_stops_a_grid_with_the_line_that_says_how_to_resume(tmp_path, workers):
     path = experiment_file(tmp_path, **{"steps = 40": "steps = 4000"})

@@ -153,16 +153,18 @@ def gpu_of_worker(index: int, gpus: list[str]) -> str | None:
 
 def _serve(connection, parent: int, gpu: str | None) -> None:
     """A worker process's loop: call each (function, arguments) it is sent and send back the result, until
-    it is sent None. With `gpu`, that GPU is the only one it sees (as cuda:0), set before CUDA starts."""
+    it is sent None or its parent's end of the pipe closes (the parent stopped or was killed: nothing more will
+    come, and no one reads a result; a traceback would only bury the parent's line saying how to resume).
+    With `gpu`, that GPU is the only one it sees (as cuda:0), set before CUDA starts."""
     if gpu is not None:
         os.environ[CUDA_VISIBLE] = gpu
     _init_worker(parent)
-    while True:
-        job = connection.recv()
-        if job is None:
-            return
-        function, arguments = job
-        connection.send(function(*arguments))
+    try:
+        while (job := connection.recv()) is not None:
+            function, arguments = job
+            connection.send(function(*arguments))
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        return
 
 
 def death(exitcode: int | None) -> str:
