@@ -22,6 +22,7 @@ from zoo.catalogue import describe
 from zoo.cli_process import (
     Output,
     OutputError,
+    add_plugin_option,
     drop_output,
     os_error,
     replace_unencodable,
@@ -339,10 +340,7 @@ def parser() -> argparse.ArgumentParser:
     add_experiment_commands(sub)
     add_data_commands(sub)
     for command in sub.choices.values():  # every command sees a user's components as it sees zoo's own
-        command.add_argument("--plugin", metavar="PATH_OR_MODULE", action="append", default=[],
-                             help="load a plugin (a .py file, a folder with __init__.py, or a module) before "
-                             "anything is validated; repeatable. Also: $ZOO_PLUGINS, entry points in the group "
-                             "'zoo.plugins', an experiment file's `plugins`")
+        add_plugin_option(command)
     return top
 
 

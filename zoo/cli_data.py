@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
+from zoo.cli_process import add_plugin_option
 from zoo.data import DATASETS
 from zoo.data.task import SPLITS
 from zoo.terminal import Table
@@ -78,5 +79,4 @@ def add_commands(sub) -> None:
     p.set_defaults(run=cmd_data_get)
 
     for command in commands.choices.values():  # `zoo data get --plugin P NAME` as well as `zoo data --plugin P get`
-        command.add_argument("--plugin", metavar="PATH_OR_MODULE", action="append", default=argparse.SUPPRESS,
-                             help="load a plugin (one that registers a dataset, say) first; repeatable")
+        add_plugin_option(command, default=argparse.SUPPRESS)

@@ -130,3 +130,14 @@ def replace_unencodable() -> None:
 def drop_output() -> None:
     """Point stdout at /dev/null: what it still holds cannot be written, and must not fail again at exit."""
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def add_plugin_option(parser: argparse.ArgumentParser, default: Any = None) -> None:
+    """`--plugin PATH_OR_MODULE` (repeatable) on a command: every command loads a user's plugins before it validates
+    anything. `default`: [] on a command; argparse.SUPPRESS on a sub-command, so that the option given before the
+    sub-command's name (`zoo data --plugin P get`) is not reset by the sub-command's default."""
+    parser.add_argument("--plugin", metavar="PATH_OR_MODULE", action="append",
+                        default=[] if default is None else default,
+                        help="load a plugin (a .py file, a folder with __init__.py, or a module) before anything is "
+                        "validated; repeatable. Also: $ZOO_PLUGINS, entry points in the group 'zoo.plugins', an "
+                        "experiment file's `plugins`")
