@@ -204,6 +204,7 @@ def closed_port() -> int:
                     "$ZOO_DATA_MIRROR up?"),
     ("missing", "train.en.gz: HTTP 404"),
     ("fixed", "m30k: --pairs and --seed are for a sampled dataset"),
+    ("bad-mirror", "$ZOO_DATA_MIRROR: 'notaurl' is not a URL zoo can fetch from"),
 ])
 def test_each_failure_is_one_line_and_exit_2(case, expected, server, registered, tmp_path, capsys, monkeypatch):
     captions(server, registered)
@@ -213,6 +214,8 @@ def test_each_failure_is_one_line_and_exit_2(case, expected, server, registered,
         (target / "notes.txt").write_text("mine")
     if case == "unreachable":
         monkeypatch.setenv("ZOO_DATA_MIRROR", f"http://127.0.0.1:{closed_port()}")
+    if case == "bad-mirror":  # was urllib's ValueError, a traceback
+        monkeypatch.setenv("ZOO_DATA_MIRROR", "notaurl")
     if case == "missing":
         (server.root / "files.example/m30k/train.en.gz").unlink()
     if case == "fixed":

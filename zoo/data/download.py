@@ -27,6 +27,7 @@ from rich.progress import Progress, TaskID
 from zoo.errors import DataError
 
 MIRROR_ENV = "ZOO_DATA_MIRROR"
+SCHEMES = ("http", "https", "ftp")  # what urllib fetches from a host
 RETRIES = 3  # fresh requests after a transfer broke off, each resuming where the last one stopped
 TIMEOUT_S = 60  # a silent connection is a broken one
 CHUNK = 1 << 20
@@ -47,6 +48,9 @@ def mirrored(url: str) -> str:
     mirror = os.environ.get(MIRROR_ENV, "").rstrip("/")
     if not mirror:
         return url
+    if urlsplit(mirror).scheme not in SCHEMES or not urlsplit(mirror).netloc:
+        raise DataError(f"${MIRROR_ENV}: {mirror!r} is not a URL zoo can fetch from; give one such as "
+                        "http://127.0.0.1:8000 (schemes: " + ", ".join(SCHEMES) + ")")
     parts = urlsplit(url)
     return f"{mirror}/{parts.netloc}{parts.path}"
 
