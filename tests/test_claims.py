@@ -11,11 +11,12 @@ The checks follow reports/README.md section by section (helpers in tests/claims.
     test_claims_stability.py   the quickstart, warmup and norm placement, depth
     test_claims_ablations.py   the ablations (reverse, reverse-long, Multi30k de-en and en-de) and 4000 -> 8000
     test_claims_writeups.py    the writeups and writeup 000's diagnosis
+    test_claims_lr.py          whether the verdicts depend on the learning rate (lr-check)
     test_claims_standing.py    where the translation studies stand (the WMT sample, costs, devices) and the
                                verdicts the method changes changed
 
 A test that guards sentences of several sections lives with the section that holds their evidence. Not
-checked: the sentences about `lr-check` and `scale` (still training), and values the two "Verdicts changed"
+checked: the sentences about `scale` (still training), and values the two "Verdicts changed"
 tables quote from before a change (no record gives them any more).
 """
 
@@ -86,7 +87,7 @@ def test_the_folders_table_counts_the_runs_and_where_they_trained():
     states = _states()
     counted = {"quickstart": 15, "stability": 108, "stability-depth": 56, "ablations": 280, "synthetic-pilot": 14,
                "five-writeups": 120, "transfer": 90, "floor-pilot-wmt": 2, "writeup-000-diagnosis": 25,
-               "fast-path": 10, "lr-pilot": 4}
+               "fast-path": 10, "lr-pilot": 4, "lr-check": 24}
     for name, runs in counted.items():
         frame = results(name)
         assert len(frame) == runs and (frame.status == "complete").all(), name
