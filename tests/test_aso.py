@@ -45,3 +45,19 @@ def test_direction_and_minimum():
     # lower is better: negating both sides swaps who is better
     assert eps_min([-x for x in a], [-x for x in b], higher_is_better=False) == eps_min(a, b)
     assert math.isnan(eps_min(a[:ASO_MIN_SEEDS - 1], b))
+
+
+def test_the_bootstrap_draws_are_deepsigs_whatever_came_before():
+    """The cached uniforms are deepsig's draws (np.random.seed(seed + i + 1), then a's, then b's), the same for a
+    second comparison of the same arm sizes, and left unchanged by it."""
+    from zoo.stats.aso import _uniforms
+
+    draws_a, draws_b = _uniforms(20, 5, 3, 1234)
+    for i in (0, 7, 19):
+        np.random.seed(1234 + i + 1)
+        assert np.array_equal(draws_a[i], np.random.uniform(0, 1, 5)) and np.array_equal(draws_b[i],
+                                                                                        np.random.uniform(0, 1, 3))
+    before = eps_min([1, 2, 3, 4, 5.5], [1.5, 2, 2.5, 3, 4])
+    assert eps_min([1, 2, 3, 4, 5.5], [1.5, 2, 2.5, 3, 4]) == before
+    with pytest.raises(ValueError):
+        _uniforms(1000, 5, 5, 1234)[0][0, 0] = 0.5  # read-only: no caller can change another's draws

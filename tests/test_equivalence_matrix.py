@@ -65,3 +65,22 @@ def test_the_report_names_the_training_difference(matrix):
     assert "plain, conv1d: also trained alike" in text
     assert "spec.residual.dropout_on" in text and "spec.init.shared_prototypes" in text
     assert "spec.init.kind" not in text  # the same in every variant: not a difference worth naming
+
+
+def test_a_matrix_of_recorded_specs_counts_parameters_as_their_records_did():
+    """Specs read from records take their parameter count from the record (no meta-device build, whose first use
+    imports torch._dynamo: 2 s and 70 MB of a report), and that count is what building the spec gives."""
+    from pathlib import Path
+
+    from zoo.build import build
+    from zoo.report import equiv
+
+    root = Path(__file__).resolve().parents[1]
+    experiment = load_experiment(root / "experiments" / "quickstart.toml")
+    records = load_records(experiment, root / "reports" / "quickstart" / "records")
+    equiv._counted.cache_clear()
+    equivalence_matrix(experiment, records)
+    assert equiv._counted.cache_info().misses == 0
+    for variant in experiment.config.variants:
+        spec, _ = equiv.run_spec(experiment, records, variant.label)
+        assert equiv._parameters(spec) == build(spec).num_parameters()

@@ -272,3 +272,16 @@ def test_power_at_three_against_ten_seeds_is_the_simulated_power():
     way (scipy's Welch and an exact permutation check over all 286 splits)."""
     expected = _measured_power(2.0, 1.0, 1.0, 10, 3, runs=1500, seed=8)
     assert power_at(Design(1.0, 1.0, 10, 3), 2.0) == pytest.approx(expected, abs=0.05)
+
+
+@pytest.mark.parametrize("arms", [(5, 5), (3, 10), (100, 100), (7, 2)])
+def test_the_power_models_draws_are_each_arm_sizes_own_draw(arms):
+    """One stream, sliced, gives each pair of arm sizes what drawing it alone from the seed gives: the committed
+    reports' detectable differences and seed counts do not move with the order designs are asked about."""
+    from zoo.stats.power import POWER_SEED, SIMULATIONS, _draws
+
+    rng = np.random.default_rng(POWER_SEED)
+    alone = rng.standard_normal((SIMULATIONS, arms[0])), rng.standard_normal((SIMULATIONS, arms[1]))
+    _draws(100, 100)  # grows the stream first, as a seeds_at search does
+    sliced = _draws(*arms)
+    assert all(np.array_equal(a, b) for a, b in zip(alone, sliced))

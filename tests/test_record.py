@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from zoo.experiment import record as records
@@ -30,6 +32,20 @@ def _round_trip(source: Path, tmp_path: Path) -> bytes:
 @pytest.mark.parametrize("path", SAMPLE, ids=[p.relative_to(ROOT / "reports").as_posix() for p in SAMPLE])
 def test_a_committed_record_read_and_written_again_is_the_same_bytes(path, tmp_path):
     assert _round_trip(path, tmp_path) == path.read_bytes()
+
+
+def test_a_read_record_holds_its_numbers_packed():
+    """Memory holds a record's per-sentence statistics as one integer table per metric and its training curves as
+    typed arrays (a report reads hundreds of records at once), read back as the very numbers of the file."""
+    path = ROOT / "reports/ablations/records/baseline/multi30k-de-en/seed-0.json"
+    read, raw = records.read(path), json.loads(path.read_text())
+    for name, rows in raw["sentences"].items():
+        table = read.sentences[name]
+        assert isinstance(table, np.ndarray) and table.dtype == np.int64 and table.tolist() == rows
+    assert all(isinstance(column, array) for column in read.curves.train.values())
+    assert read.curves.train["loss"].tolist() == raw["curves"]["train"]["loss"]
+    ragged = records.packed_rows([[1, 2], [3]])  # a plugin metric's rows of unequal length stay lists
+    assert ragged == [[1, 2], [3]]
 
 
 @pytest.mark.parametrize("record", [

@@ -35,6 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
+import numpy as np
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -298,7 +299,27 @@ class Record(BaseModel):
     def _complete(self) -> "Record":
         if self.status == "complete" and (self.test is None or self.sentences is None or self.summary is None):
             raise ValueError("a complete record needs its summary, test metrics and per-sentence statistics")
+        if self.sentences:
+            self.sentences = {name: packed_rows(rows) for name, rows in self.sentences.items()}
         return self
+
+    @field_serializer("sentences")
+    def _rows(self, sentences: dict[str, Any] | None) -> dict[str, list] | None:
+        """Written as the lists they were read from: a packed table is only how memory holds it."""
+        if sentences is None:
+            return None
+        return {name: rows.tolist() if isinstance(rows, np.ndarray) else rows for name, rows in sentences.items()}
+
+
+def packed_rows(rows: list) -> list | np.ndarray:
+    """A metric's per-sentence statistics as one int64 array ((N, k), or (N,)): 1000 test sentences of BLEU's
+    and chrF's 28 counts are about 400 KB as Python lists and 224 KB packed; read back as the same integers.
+    Ragged rows (a plugin metric's) stay lists."""
+    try:
+        table = np.asarray(rows, dtype=np.int64)
+    except (ValueError, OverflowError):
+        return rows
+    return table if table.ndim in (1, 2) and table.size else rows
 
 
 def inconsistency(record: Record) -> str:
@@ -310,7 +331,7 @@ def inconsistency(record: Record) -> str:
     recomputed = {}
     for name, rows in sentences.items():
         metric = metrics.find(name)
-        if metric is None or not metric.sentence_level or not rows:
+        if metric is None or not metric.sentence_level or not len(rows):
             continue  # a metric this installation does not have (a plugin's not loaded) is not checked
         try:
             recomputed[name] = float(metric.from_totals(metric.as_array(rows).sum(axis=0)))

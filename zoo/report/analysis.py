@@ -22,10 +22,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from array import array
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel
 
 from zoo import metrics
 from zoo.experiment import Experiment
@@ -162,15 +164,28 @@ FINGERPRINTED = ("curves", "test", "hypotheses", "final", "status")
 
 
 def _fingerprint(record: Record) -> str:
-    """Hash of everything a run logged except timings: equal hashes = bit-identical numbers."""
-    def strip(value):
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in TIMINGS}
-        return value
+    """Hash of everything a run logged except timings: equal hashes = bit-identical numbers. Fed value by value
+    (a packed curve column as its bytes), not through one JSON text of the record: that took 0.9 s of the
+    ablations report."""
+    digest = hashlib.sha256()
+    _feed(digest, {name: getattr(record, name) for name in FINGERPRINTED})
+    return digest.hexdigest()
 
-    logged = record.model_dump(include=set(FINGERPRINTED), exclude_unset=True)  # as the record file has them
-    payload = {k: strip(logged.get(k)) for k in FINGERPRINTED}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+def _feed(digest, value) -> None:
+    if isinstance(value, BaseModel):
+        value = {name: getattr(value, name) for name in value.model_fields_set}  # as the record file has them
+    if isinstance(value, dict):
+        digest.update(b"{")
+        for key in sorted(value):
+            if key not in TIMINGS:
+                digest.update(json.dumps(key).encode() + b":")
+                _feed(digest, value[key])
+        digest.update(b"}")
+    elif isinstance(value, array):
+        digest.update(f"<{value.typecode}{len(value)}>".encode() + value.tobytes())
+    else:
+        digest.update(json.dumps(value, default=str).encode() + b",")
 
 
 class Analyst:

@@ -86,7 +86,10 @@ def run_spec(experiment: Experiment, records: Records, label: str) -> tuple[Mode
             record = records.get(label, task.key, seed)
             if record is not None and record.spec is not None:
                 where = record_path(records.root, label, task.key, seed)
-                return validate_spec(record.spec, source=str(where)), where.relative_to(records.root).as_posix()
+                spec = validate_spec(record.spec, source=str(where))
+                if record.summary is not None and record.summary.parameters:
+                    _recorded[spec.model_dump_json()] = int(record.summary.parameters)
+                return spec, where.relative_to(records.root).as_posix()
     return experiment.specs[label], "the experiment file (no record yet)"
 
 
@@ -112,9 +115,15 @@ def _counted(spec_json: str) -> int:
     return build(ModelSpec.model_validate_json(spec_json), device="meta").num_parameters()
 
 
+_recorded: dict[str, int] = {}  # spec (as JSON) -> the parameters its trained model counted (Summary.parameters)
+
+
 def _parameters(spec: ModelSpec) -> int:
-    """The spec's parameter count, built once per spec however many pairs ask (on the meta device: no memory)."""
-    return _counted(spec.model_dump_json())
+    """The spec's parameter count: as a record of this very spec counted it when it trained, or else built once
+    per spec however many pairs ask, on the meta device (no memory; but a first meta build imports
+    torch._dynamo, 2 s and 70 MB, which a report whose specs all come from records never needs)."""
+    key = spec.model_dump_json()
+    return _recorded[key] if key in _recorded else _counted(key)
 
 
 def _pair(a: ModelSpec, b: ModelSpec) -> tuple[ModelSpec, ModelSpec, str]:
@@ -160,8 +169,11 @@ def _matrix(experiment: Experiment, records: Records, seed: int) -> Matrix:
     training = {v.label: {**dict(v.train), **training_fields(specs[v.label][0])} for v in experiment.config.variants}
     matrix = Matrix(labels, {}, {label: source for label, (_, source) in specs.items()}, training=training)
     checked, noted = [], {}  # note -> the unordered pairs it applies to
-    sides: dict[str, Reference] = {}  # side A per (paired) spec: each variant is built once, not once per pair
     for a in labels:
+        # side A per (paired) spec: each variant is built once, not once per pair, and only its own row's are
+        # held (each keeps its model and log-probabilities over a 4000-way vocabulary: 14 held at once were
+        # 100 MB of the ablations report's peak)
+        sides: dict[str, Reference] = {}
         for b in labels:
             if a == b:
                 continue

@@ -62,12 +62,14 @@ def learning_curves(experiment: Experiment, task: TaskEntry, logged: pd.DataFram
     rows = logged[logged.task == task.key]
     # training NLL as the mean over each 1% of the steps: smooth, and alike for runs logged at different intervals
     width = max(1, math.ceil(rows[rows.kind == "train"].step.max() / 100)) if (rows.kind == "train").any() else 1
+    # split once: comparing the text columns row by row, per variant and kind, took 0.4 s a plot at 280k rows
+    parts = dict(tuple(rows.groupby(["variant", "kind"], sort=False)))
     for variant, color in colors.items():
-        evals = rows[(rows.variant == variant) & (rows.kind == "eval")]
+        evals = parts.get((variant, "eval"), rows.iloc[:0])
         if len(evals) and metric in evals:
             _band(left, evals.pivot_table(index="step", columns="seed", values=metric).sort_index(), color, variant,
                   _linestyle(experiment, variant))
-        train = rows[(rows.variant == variant) & (rows.kind == "train")]
+        train = parts.get((variant, "train"), rows.iloc[:0])
         if len(train) and "nll" in train:  # records zoo's trainer writes log it; a hand-made one may not
             steps = ((train.step - 1) // width + 1) * width  # each row's bin, named by its last step
             table = train.assign(step=steps).pivot_table(index="step", columns="seed", values="nll").sort_index()

@@ -57,7 +57,8 @@ def analyse(experiment: Experiment, records_root: Path) -> Report:
     report = Report(experiment, frame, analyst, tasks, matrix, checks)
     settings = experiment.config.analysis
     own = {analysis.task.key: analysis for analysis in tasks}
-    report.transfers = [_transfer(experiment, transfer, own, Path(records_root))
+    others: dict[str, Report] = {}  # another experiment, analysed once however many transfers read it
+    report.transfers = [_transfer(experiment, transfer, own, Path(records_root), others)
                         for transfer in experiment.config.transfers]
     report.family, report.equivalence_family, report.placebos = adjust_verdicts(
         tasks, checks, _placebos(report), report.transfers, settings)
@@ -67,7 +68,7 @@ def analyse(experiment: Experiment, records_root: Path) -> Report:
 
 
 def _transfer(experiment: Experiment, transfer: Transfer, own: dict[str, TaskAnalysis],
-              records_root: Path) -> TransferAnalysis:
+              records_root: Path, others: dict[str, Report]) -> TransferAnalysis:
     """A declared transfer's analysis. A first task of another experiment is that experiment's own analysis,
     verdicts as its report gives them, from its records in the report folder beside this one's
     (reports/<its name>/records)."""
@@ -81,7 +82,9 @@ def _transfer(experiment: Experiment, transfer: Transfer, own: dict[str, TaskAna
         if not other_root.is_dir():
             return TransferAnalysis(transfer, None, second, names, skipped=f"no records of `{other.name}` in "
                                     f"{other_root.as_posix()} (its report folder beside this one)")
-        first = {analysis.task.key: analysis for analysis in analyse(other, other_root).tasks}[transfer.tasks[0]]
+        if other.name not in others:
+            others[other.name] = analyse(other, other_root)
+        first = {analysis.task.key: analysis for analysis in others[other.name].tasks}[transfer.tasks[0]]
     return analyse_transfer(transfer, first, second, names, settings.alpha, settings.min_seeds)
 
 

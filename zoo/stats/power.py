@@ -53,17 +53,29 @@ class Design:
             math.isnan(x) for x in (self.sd_baseline, self.sd_variant, self.extra))
 
 
-@lru_cache(maxsize=4)
+_stream = np.empty(0)  # the power model's standard normals, drawn once from POWER_SEED and grown on demand
+
+
+def _normals(count: int) -> np.ndarray:
+    """The first `count` standard normals of the POWER_SEED stream. numpy's Generator draws a stream the same
+    however it is cut into arrays, so drawing it once and slicing gives every arm size the numbers it would get
+    from its own draw, without drawing 6 MB again for each size `seeds_at` tries."""
+    global _stream
+    if _stream.size < count:
+        _stream = np.random.default_rng(POWER_SEED).standard_normal(max(count, 2 * SIMULATIONS * MAX_SEEDS))
+    return _stream[:count]
+
+
 def _draws(n_baseline: int, n_variant: int) -> tuple[np.ndarray, np.ndarray]:
-    """Standard normal seeds for every simulated experiment of these arm sizes: the same for every effect,
-    spread and level, so power grows with the effect as it should. Drawn again from the seed when needed
-    (`_noise` keeps what each design uses): `seeds_at` tries arms of up to 100 seeds, 6 MB of draws each, and
-    keeping 64 of them held 40 MB of the ablations report's peak memory."""
-    rng = np.random.default_rng(POWER_SEED)
-    return rng.standard_normal((SIMULATIONS, n_baseline)), rng.standard_normal((SIMULATIONS, n_variant))
+    """Standard normal seeds for every simulated experiment of these arm sizes (views of one stream, as
+    `rng.standard_normal((SIMULATIONS, n_baseline))` then `((SIMULATIONS, n_variant))` would draw them): the
+    same for every effect, spread and level, so power grows with the effect as it should."""
+    split = SIMULATIONS * n_baseline
+    normals = _normals(split + SIMULATIONS * n_variant)
+    return normals[:split].reshape(SIMULATIONS, n_baseline), normals[split:].reshape(SIMULATIONS, n_variant)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=32)  # a design is asked about in runs (a bisection's ~20 calls); 32 x 4000 x 3 floats
 def _noise(design: Design) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """Per simulated experiment: the difference's noise, its standard error, its df, and (unequal arms) the
     baseline and variant noise for the permutation check; none of them depends on the effect."""
@@ -82,7 +94,7 @@ def _noise(design: Design) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     return noise, se, df, arms
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=32)  # as _noise: 1024 of these held 32 MB of the ablations report's peak, for no hits
 def _critical(design: Design, level: float) -> np.ndarray:
     """Each simulated experiment's two-sided critical |t| at `level` for its own Welch df: the effect moves
     the t statistics, never these, so power at any effect is a comparison, not a t-distribution call."""
