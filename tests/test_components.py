@@ -201,3 +201,21 @@ def test_embedding_to_position_ratio_depends_on_vocabulary(vocab, token_std, rat
     assert torch.allclose(position_length, torch.full_like(position_length, math.sqrt(32)))
     assert token_length / math.sqrt(32) == pytest.approx(ratio_unscaled, rel=0.05)
     assert 8 * token_length / math.sqrt(32) == pytest.approx(ratio_scaled, rel=0.05)
+
+
+def test_the_sinusoid_table_is_the_papers_formula_computed_once_and_copied():
+    """PE[pos, 2i] = sin(pos / 10000^(2i/D)), PE[pos, 2i+1] = cos(...) by hand at a few entries; every model gets
+    its own copy (writing into one model's buffer leaves the next build's alone), on the build's device."""
+    from zoo.components.positional import sinusoid_table
+
+    table = sinusoid_table(50, 8)
+    for pos, i in ((0, 0), (7, 1), (49, 3)):
+        angle = pos / 10000 ** (2 * i / 8)
+        assert table[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
+        assert table[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+    first, second = sinusoid_table(50, 8), sinusoid_table(50, 8)
+    first.zero_()
+    assert torch.equal(second, table) and second.data_ptr() != table.data_ptr()
+    with torch.device("meta"):
+        assert sinusoid_table(50, 8).device.type == "meta"
+    assert sinusoid_table(50, 8).device.type == "cpu"
