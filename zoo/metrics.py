@@ -91,8 +91,23 @@ def is_builtin(name: str) -> bool:
 # -- zoo's own ----------------------------------------------------------------------------------------
 # sacreBLEU's own log (utils.my_log: 0 floored to -9999999999) and math.exp, element by element: numpy's SIMD
 # log and exp may differ from libm's in the last bit, and a resampled score must be sacreBLEU's to the bit.
-_log = np.vectorize(lambda x: -9999999999.0 if x == 0.0 else math.log(x), otypes=[float])
-_exp = np.vectorize(math.exp, otypes=[float])
+def _elementwise(function, values: Any) -> np.ndarray:
+    """`function` (one of libm's, through math) of every element, as floats: 3x faster than np.vectorize."""
+    values = np.asarray(values, dtype=float)
+    return np.fromiter(map(function, values.ravel().tolist()), dtype=float, count=values.size).reshape(values.shape)
+
+
+def _log(values: Any) -> np.ndarray:
+    values = np.asarray(values, dtype=float)
+    logs = np.full(values.shape, -9999999999.0)
+    nonzero = values != 0.0
+    logs[nonzero] = _elementwise(math.log, values[nonzero])
+    return logs
+
+
+def _exp(values: Any) -> np.ndarray:
+    return _elementwise(math.exp, values)
+
 
 class _SacreBleuMetric(Metric):
     """A sacreBLEU metric: sentence statistics are sacreBLEU's own sufficient statistics."""
