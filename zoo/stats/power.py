@@ -63,6 +63,7 @@ def _normals(count: int) -> np.ndarray:
     global _stream
     if _stream.size < count:
         _stream = np.random.default_rng(POWER_SEED).standard_normal(max(count, 2 * SIMULATIONS * MAX_SEEDS))
+        _stream.flags.writeable = False  # every design's draws are views of it: none may change another's
     return _stream[:count]
 
 
