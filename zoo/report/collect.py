@@ -26,6 +26,7 @@ other data) is *stale*: listed, never counted.
 from __future__ import annotations
 
 import math
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,10 +154,11 @@ def collect(experiment: Experiment, records: Records) -> pd.DataFrame:
 def curves(records: Records, task: str | None = None, only: tuple[str, ...] | None = None) -> pd.DataFrame:
     """Long table of the recorded curves (of `task`'s cells, or of all): variant, task, seed, step, kind
     ('train'|'eval'), and the logged values (loss and nll for training rows; valid_* and metrics for evaluation
-    rows), or only the columns `only` names beside step. Built column by column from the records' lists, one
-    DataFrame in all (a frame per record and kind cost seconds on the ablations' 280 records); `only` keeps a
-    plot's table small (all columns of 70 Multi30k records' 4000 training rows added 150 MB to a report)."""
-    columns: dict[str, list] = {}
+    rows), or only the columns `only` names beside step. Built column by column, one DataFrame in all (a frame
+    per record and kind cost seconds on the ablations' 280 records), from each record's packed columns as
+    arrays (as Python numbers they were 45 MB of the report's peak); `only` keeps a plot's table small (all
+    columns of 70 Multi30k records' 4000 training rows added 150 MB to a report)."""
+    parts: dict[str, list[np.ndarray]] = {}
     labels: dict[str, list] = {"variant": [], "task": [], "seed": [], "kind": []}
     rows = 0
     for (variant, key, seed), record in records.by_cell.items():
@@ -169,18 +171,26 @@ def curves(records: Records, task: str | None = None, only: tuple[str, ...] | No
                 continue
             for name, values in logged.items():
                 if only is None or name == "step" or name in only:
-                    columns.setdefault(name, [None] * rows).extend(values)
-            for name, values in columns.items():
+                    parts.setdefault(name, [np.full(rows, np.nan)] if rows else []).append(_column(values))
+            for name, columns in parts.items():
                 if name not in logged:
-                    values.extend([None] * length)
+                    columns.append(np.full(length, np.nan))  # a column this record's rows did not log
             for name, value in zip(labels, (variant, key, seed, kind)):
                 labels[name].extend([value] * length)
             rows += length
     if not rows:
         return pd.DataFrame(columns=["variant", "task", "seed", "step", "kind", "loss", "nll"])
-    numbers = {name: pd.to_numeric(pd.Series(values, dtype=object), errors="coerce")
-               for name, values in columns.items()}
+    numbers = {name: pd.Series(np.concatenate(columns)) for name, columns in parts.items()}
     return pd.DataFrame({**numbers, **labels})
+
+
+def _column(values) -> np.ndarray:
+    """A logged column as numbers: a packed one (array('d'), array('q')) as they are, a list as pd.to_numeric
+    reads it (None and text such as a diverged run's 'nan' as NaN; integers stay integers unless the column
+    holds a float or a gap, as when the whole column was read at once)."""
+    if isinstance(values, array):
+        return np.frombuffer(values, dtype=np.float64 if values.typecode == "d" else np.int64)
+    return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy()
 
 
 def sentence_stats(records: Records, variant: str, task: str, seed: int, metric: str) -> np.ndarray | None:
