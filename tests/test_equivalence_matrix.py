@@ -82,5 +82,5 @@ def test_a_matrix_of_recorded_specs_counts_parameters_as_their_records_did():
     equivalence_matrix(experiment, records)
     assert equiv._counted.cache_info().misses == 0
     for variant in experiment.config.variants:
-        spec, _ = equiv.run_spec(experiment, records, variant.label)
-        assert equiv._parameters(spec) == build(spec).num_parameters()
+        spec, _, counted = equiv.run_spec(experiment, records, variant.label)
+        assert counted == equiv._parameters(spec, {spec.model_dump_json(): counted}) == build(spec).num_parameters()

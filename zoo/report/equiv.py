@@ -78,19 +78,19 @@ class Matrix:
         return classes
 
 
-def run_spec(experiment: Experiment, records: Records, label: str) -> tuple[ModelSpec, str]:
-    """The spec a variant's runs trained with (vocabulary fitted to the task), and where it was read from."""
+def run_spec(experiment: Experiment, records: Records, label: str) -> tuple[ModelSpec, str, int | None]:
+    """The spec a variant's runs trained with (vocabulary fitted to the task), where it was read from, and the
+    parameters its trained model counted (None without a record)."""
     tasks, seeds = experiment.config.tasks, experiment.config.seeds
     for task in tasks:
         for seed in seeds:
             record = records.get(label, task.key, seed)
             if record is not None and record.spec is not None:
                 where = record_path(records.root, label, task.key, seed)
-                spec = validate_spec(record.spec, source=str(where))
-                if record.summary is not None and record.summary.parameters:
-                    _recorded[spec.model_dump_json()] = int(record.summary.parameters)
-                return spec, where.relative_to(records.root).as_posix()
-    return experiment.specs[label], "the experiment file (no record yet)"
+                counted = record.summary.parameters if record.summary is not None else None
+                return (validate_spec(record.spec, source=str(where)), where.relative_to(records.root).as_posix(),
+                        int(counted) if counted else None)
+    return experiment.specs[label], "the experiment file (no record yet)", None
 
 
 def training_fields(spec: ModelSpec) -> dict[str, object]:
@@ -115,18 +115,16 @@ def _counted(spec_json: str) -> int:
     return build(ModelSpec.model_validate_json(spec_json), device="meta").num_parameters()
 
 
-_recorded: dict[str, int] = {}  # spec (as JSON) -> the parameters its trained model counted (Summary.parameters)
-
-
-def _parameters(spec: ModelSpec) -> int:
-    """The spec's parameter count: as a record of this very spec counted it when it trained, or else built once
-    per spec however many pairs ask, on the meta device (no memory; but a first meta build imports
-    torch._dynamo, 2 s and 70 MB, which a report whose specs all come from records never needs)."""
+def _parameters(spec: ModelSpec, recorded: dict[str, int]) -> int:
+    """The spec's parameter count: as a record of this very spec counted it when it trained (`recorded`: spec
+    JSON -> count), or else built once per spec however many pairs ask, on the meta device (no memory; but a
+    first meta build imports torch._dynamo, 2 s and 70 MB, which a report whose specs all come from records
+    never needs)."""
     key = spec.model_dump_json()
-    return _recorded[key] if key in _recorded else _counted(key)
+    return recorded[key] if key in recorded else _counted(key)
 
 
-def _pair(a: ModelSpec, b: ModelSpec) -> tuple[ModelSpec, ModelSpec, str]:
+def _pair(a: ModelSpec, b: ModelSpec, recorded: dict[str, int]) -> tuple[ModelSpec, ModelSpec, str]:
     """Matching vocabularies, and sizes small enough to check quickly; a note when anything changed."""
     note = []
     vocabs = (a.src_vocab, a.tgt_vocab, b.src_vocab, b.tgt_vocab)
@@ -134,7 +132,7 @@ def _pair(a: ModelSpec, b: ModelSpec) -> tuple[ModelSpec, ModelSpec, str]:
         size = max(vocabs)
         a, b = (s.with_overrides({"src_vocab": size, "tgt_vocab": size}) for s in (a, b))
         note.append(f"vocabularies set to {size}")
-    if max(_parameters(a), _parameters(b)) <= MAX_PARAMETERS:
+    if max(_parameters(a, recorded), _parameters(b, recorded)) <= MAX_PARAMETERS:
         return a, b, "; ".join(note)
     shared = {k: getattr(a, k) for k in ("src_vocab", "tgt_vocab", "d_model", "d_ff", "n_heads")
               if getattr(a, k) == getattr(b, k)}
@@ -167,7 +165,8 @@ def _matrix(experiment: Experiment, records: Records, seed: int) -> Matrix:
     labels = [v.label for v in experiment.config.variants]
     specs = {label: run_spec(experiment, records, label) for label in labels}
     training = {v.label: {**dict(v.train), **training_fields(specs[v.label][0])} for v in experiment.config.variants}
-    matrix = Matrix(labels, {}, {label: source for label, (_, source) in specs.items()}, training=training)
+    matrix = Matrix(labels, {}, {label: source for label, (_, source, _) in specs.items()}, training=training)
+    recorded = {spec.model_dump_json(): counted for spec, _, counted in specs.values() if counted}
     checked, noted = [], {}  # note -> the unordered pairs it applies to
     for a in labels:
         # side A per (paired) spec: each variant is built once, not once per pair, and only its own row's are
@@ -177,7 +176,7 @@ def _matrix(experiment: Experiment, records: Records, seed: int) -> Matrix:
         for b in labels:
             if a == b:
                 continue
-            spec_a, spec_b, note = _pair(specs[a][0], specs[b][0])
+            spec_a, spec_b, note = _pair(specs[a][0], specs[b][0], recorded)
             if labels.index(a) < labels.index(b):
                 checked.append(f"{a} vs {b}")
                 if note:
