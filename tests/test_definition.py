@@ -172,6 +172,7 @@ def test_the_same_corpus_elsewhere_is_the_same_data(recorded):
      only(variant="pre-norm")),
     (("seeds = [0, 1]", "seeds = [0, 1, 2]"), set()),  # a new seed is new, and the recorded ones stay current
     (("lr = 0.001", 'lr = 0.001\nkernels = "fast"'), ALL),  # the fast path is another definition
+    (("lr = 0.001", 'lr = 0.001\nkernels = "fast-attention"'), ALL),  # and so is its bf16 attention backward
     (("lr = 0.001", 'lr = 0.001\nkernels = "reference"'), set()),  # the default, said: the records made before it
 ])
 def test_training_and_model_settings_make_exactly_their_cells_stale(recorded, edit, expected):

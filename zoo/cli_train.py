@@ -231,8 +231,9 @@ def add_commands(sub) -> None:
         p.set_defaults(run=cmd_translate if name == "translate" else cmd_evaluate)
 
     p = sub.add_parser("bench", help="throughput ratios against torch.nn.Transformer and the KV cache",
-                       description="Train the same model as zoo (its reference and its fast path) and as "
-                       "torch.nn.Transformer in one process, interleaved, and print ratios (fp32 and bf16); also "
+                       description="Train the same model as zoo (its reference path and its fast path, kernels = "
+                       "fast-attention) and as torch.nn.Transformer in one process, interleaved, and print ratios "
+                       "(fp32 and bf16); also "
                        "greedy decoding with vs without the key/value cache, and achieved FLOP/s against the "
                        "device's measured matmul peaks; with --processes, how many training processes one device "
                        "carries at once.")

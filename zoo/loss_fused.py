@@ -25,6 +25,7 @@ import math
 
 import torch
 
+from zoo.attention_recompute import recomputed_backward
 from zoo.loss import LossSums, annotated_kl_smoothing, loss_sums, uniform_smoothing
 
 Tensor = torch.Tensor
@@ -148,11 +149,13 @@ def fused_loss_sums(hidden: Tensor, target: Tensor, head, pad: int, smoothing: f
 def training_loss(model, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, pad: int, smoothing: float, *,
                   kernels: str = "reference", bf16: bool = False) -> LossSums:
     """The loss of one training batch, src (B, S), tgt_in and tgt_out (B, T), through the path `kernels` names
-    (TrainConfig.kernels): "reference", the model's scores (under bf16 autocast if `bf16`) and zoo.loss.loss_sums,
-    or "fast", the decoder's output and the fused loss where the model's head is `fusable` (else the reference).
-    The trainer and `zoo bench` both train through it."""
-    fast = kernels == "fast" and fusable(model.output)
-    with torch.autocast(src.device.type, dtype=torch.bfloat16, enabled=bf16):
+    (TrainConfig.kernels): "reference", the model's scores (under bf16 autocast if `bf16`) and zoo.loss.loss_sums;
+    "fast", the decoder's output and the fused loss where the model's head is `fusable` (else the reference); or
+    "fast-attention", "fast" with attention's backward recomputed in float32 where that pays (bf16 on the CPU:
+    zoo/attention_recompute.py). The trainer and `zoo bench` both train through it."""
+    fast = kernels != "reference" and fusable(model.output)
+    with (torch.autocast(src.device.type, dtype=torch.bfloat16, enabled=bf16),
+          recomputed_backward(kernels == "fast-attention")):
         out = model.features(src, tgt_in) if fast else model(src, tgt_in)  # (B, T, D) or (B, T, V)
     if fast:
         return fused_loss_sums(out, tgt_out, model.output, pad, smoothing, torch.bfloat16 if bf16 else torch.float32)

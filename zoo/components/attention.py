@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
+from zoo.attention_recompute import scaled_dot_product_attention
 from zoo.components.masks import AttentionMask
 from zoo.components.positional import NO_POSITIONS, RelativePositions
 from zoo.components.slots import SlotParams, register, registry
@@ -240,8 +241,7 @@ class SDPAAttention(ProjectedAttention):
         attn_mask = bias
         if mask is not None:
             attn_mask = mask.for_kernel(q.dtype, bias)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=self.active_dropout,
-                                             scale=self.scale)
+        out = scaled_dot_product_attention(q, k, v, attn_mask, self.active_dropout, self.scale)
         if mask is not None and mask.rezero:
             # Re-zeroing blocked weights changes only rows where every key is blocked (elsewhere
             # they are already exactly 0): those rows' outputs become 0.

@@ -49,11 +49,13 @@ class TrainConfig(BaseModel):
     seed: Count = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"
     precision: Literal["fp32", "bf16"] = Field("fp32", description="bf16 = bfloat16 autocast (CPU and GPU)")
-    kernels: Literal["reference", "fast"] = Field(
+    kernels: Literal["reference", "fast", "fast-attention"] = Field(
         "reference", description="fast = the output projection fused with the loss and its gradient, a chunk of "
         "tokens at a time (zoo/loss_fused.py): the same function to float tolerance, about 1.5x the training "
         "tokens/s at the studies' size, and on a CUDA GPU the whole step replayed from CUDA graphs "
-        "(zoo/train/graphs.py); reference = the model's scores and zoo/loss.py, as every record before it")
+        "(zoo/train/graphs.py); fast-attention = fast, and bf16 training on the CPU takes attention's backward "
+        "recomputed in float32 (zoo/attention_recompute.py) instead of the CPU flash kernel's slower bf16 one "
+        "(elsewhere it is fast); reference = the model's scores and zoo/loss.py, as every record before them")
     threads: Count | None = Field(None, gt=0, description="torch CPU threads; None = PyTorch's default")
 
     @model_validator(mode="after")

@@ -307,7 +307,7 @@ class Trainer:
             state = checkpoints.load(latest)
             checkpoints.restore(state, model, optimizer)
             pos = Position.restored(state.position, latest)
-        if self.device.type == "cuda" and c.kernels == "fast" and c.accumulate == 1:
+        if self.device.type == "cuda" and c.kernels != "reference" and c.accumulate == 1:
             self.graphed = GraphedSteps(model, optimizer, pad=self.task.specials.pad, smoothing=c.label_smoothing,
                                         clip_norm=c.clip_norm or math.inf, bf16=c.precision == "bf16",
                                         max_tokens=c.batch_tokens)
