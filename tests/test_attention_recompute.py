@@ -48,7 +48,7 @@ def _exact(qkv, mask, grad_out):
 
 
 @pytest.mark.parametrize("mask_kind", ["none", "bool", "additive"])
-def test_the_forward_is_the_kernels_and_the_gradients_are_closer_to_exact(mask_kind):
+def test_the_forward_is_the_kernels_and_the_gradients_are_as_close_to_exact(mask_kind):
     qkv, mask, grad_out = _inputs(mask_kind)
     kernel_out, kernel_fn, kernel_grads = _run(qkv, mask, grad_out, recomputed=False)
     out, fn, grads = _run(qkv, mask, grad_out, recomputed=True)
@@ -94,15 +94,21 @@ def _model_and_batch(tiny):
     return model, (src, tgt)
 
 
-def test_a_bf16_training_step_keeps_the_fast_paths_loss_and_its_gradients_to_bf16_tolerance(tiny):
+def test_a_bf16_training_step_keeps_the_fast_paths_loss_and_is_as_close_to_the_float32_step(tiny):
+    """bf16 moves every gradient about 1% from the float32 step's, on either path; the recomputed backward moves it
+    no further than the kernel's does, over the model's gradients as a whole."""
     model, batch = _model_and_batch(tiny)
+    _, exact = _step(model, batch, "fast", bf16=False)
     fast_loss, fast_grads = _step(model, batch, "fast", bf16=True)
     loss, grads = _step(model, batch, "fast-attention", bf16=True)
     assert torch.equal(loss, fast_loss)  # the forward pass is the same kernels
-    assert grads.keys() == fast_grads.keys()
+    assert grads.keys() == fast_grads.keys() == exact.keys()
     assert any(not torch.equal(grads[name], fast_grads[name]) for name in grads)  # the backward is not
-    for name, grad in fast_grads.items():
-        torch.testing.assert_close(grads[name], grad, rtol=5e-2, atol=5e-3, msg=name)
+
+    def distance(got: dict) -> float:
+        return sum(float(((got[name] - grad) ** 2).sum()) for name, grad in exact.items()) ** 0.5
+
+    assert distance(grads) <= 1.05 * distance(fast_grads), (distance(grads), distance(fast_grads))
 
 
 def test_in_float32_it_is_the_fast_path_bit_for_bit(tiny):

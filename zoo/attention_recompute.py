@@ -1,12 +1,13 @@
-"""Attention's backward recomputed in float32, for bf16 training on the CPU (TrainConfig.kernels = "fast-attention").
+"""Attention's bf16 backward recomputed, for bf16 training on the CPU (TrainConfig.kernels = "fast-attention").
 
 PyTorch's CPU flash-attention kernel, which `F.scaled_dot_product_attention` picks for training, has a bf16
 backward about ten times slower than its forward: at the scale study's size (d_model 256, 4 heads, batches of
 about 3,500 target tokens) it is a third of a training step. This module keeps that kernel's forward, bit for
-bit, and replaces its backward with the textbook one: the probabilities recomputed from the saved logsumexp,
-in float32, and five batched matmuls. That is about three times faster than the kernel's bf16 backward and
-closer to the exact gradient (tests/test_attention_recompute.py checks both against a float64 reference). In
-float32 the kernel's own backward is the faster one, so the recomputed backward is used only for bf16.
+bit, and replaces its backward with the textbook one: the probabilities recomputed from the saved logsumexp and
+five batched matmuls, the two that feed the softmax's backward in float32 and the other three in bf16, as the
+kernel has them. That is about four times faster than the kernel's bf16 backward and as close to the exact
+gradient (tests/test_attention_recompute.py checks both against a float64 reference). In float32 the kernel's
+own backward is the faster one, so the recomputed backward is used only for bf16.
 
 The switch is a context (`recomputed_backward`), entered around a training step's forward pass by
 `zoo.loss_fused.training_loss`: the attention modules call `scaled_dot_product_attention` here, which takes the
@@ -31,7 +32,7 @@ _FLASH_CPU = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 
 @contextmanager
 def recomputed_backward(enabled: bool = True) -> Iterator[None]:
-    """Within this context, bf16 attention on the CPU records the float32 recomputed backward."""
+    """Within this context, bf16 attention on the CPU records the recomputed backward."""
     token = _ACTIVE.set(enabled)
     try:
         yield
@@ -52,7 +53,7 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Ten
 
 
 class _RecomputedBackward(torch.autograd.Function):
-    """softmax(Q K^T * scale + mask) V: the CPU flash kernel's forward, a float32 backward."""
+    """softmax(Q K^T * scale + mask) V: the CPU flash kernel's forward, the textbook backward."""
 
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, scale: float) -> Tensor:
@@ -60,25 +61,24 @@ class _RecomputedBackward(torch.autograd.Function):
             blocked = ~attn_mask
             attn_mask = torch.zeros(blocked.shape, dtype=q.dtype, device=q.device).masked_fill_(blocked, float("-inf"))
         out, logsumexp = _FLASH_CPU(q, k, v, 0.0, False, attn_mask=attn_mask, scale=scale)  # (B, H, Lq, Dh), (B, H, Lq)
-        ctx.save_for_backward(q, k, v, attn_mask, out, logsumexp)
+        ctx.save_for_backward(q, k, v, attn_mask, logsumexp)
         ctx.scale = scale
         return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out: Tensor) -> tuple[Tensor, Tensor, Tensor, None, None]:
-        q, k, v, attn_mask, out, logsumexp = ctx.saved_tensors
-        q32, k32, v32, out32, grad32 = (t.float() for t in (q, k, v, out, grad_out))
-        scores = q32 @ k32.transpose(-2, -1) * ctx.scale  # (B, H, Lq, Lk)
+        q, k, v, attn_mask, logsumexp = ctx.saved_tensors
+        # The scores and the gradient of the probabilities in float32: the softmax's backward subtracts nearly
+        # equal numbers there. The three products that only carry a gradient on take bf16 inputs, as the kernel's.
+        scores = q.float() @ k.float().transpose(-2, -1) * ctx.scale  # (B, H, Lq, Lk)
         if attn_mask is not None:
             scores = scores + attn_mask.float()
         # A row whose keys are all blocked has logsumexp 0 from the kernel (and output 0): its probabilities
         # come out exp(-inf) = 0 here, so it passes no gradient, as the kernel's own backward has it.
         probs = torch.exp(scores - logsumexp.unsqueeze(-1))  # (B, H, Lq, Lk)
-        grad_v = probs.transpose(-2, -1) @ grad32  # (B, H, Lk, Dh)
-        grad_probs = grad32 @ v32.transpose(-2, -1)  # (B, H, Lq, Lk)
-        row_dot = (grad32 * out32).sum(-1, keepdim=True)  # (B, H, Lq, 1): sum_j P_ij dP_ij
-        grad_scores = probs * (grad_probs - row_dot) * ctx.scale
-        grad_q = grad_scores @ k32  # (B, H, Lq, Dh)
-        grad_k = grad_scores.transpose(-2, -1) @ q32  # (B, H, Lk, Dh)
-        return grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype), None, None
+        grad_v = probs.to(v.dtype).transpose(-2, -1) @ grad_out  # (B, H, Lk, Dh)
+        grad_probs = grad_out.float() @ v.float().transpose(-2, -1)  # (B, H, Lq, Lk)
+        row_dot = (probs * grad_probs).sum(-1, keepdim=True)  # (B, H, Lq, 1): sum_j P_ij dP_ij
+        grad_scores = (probs * (grad_probs - row_dot) * ctx.scale).to(q.dtype)
+        return grad_scores @ k, grad_scores.transpose(-2, -1) @ q, grad_v, None, None  # (B, H, L, Dh) each
