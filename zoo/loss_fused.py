@@ -151,8 +151,8 @@ def training_loss(model, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, pad: int,
     """The loss of one training batch, src (B, S), tgt_in and tgt_out (B, T), through the path `kernels` names
     (TrainConfig.kernels): "reference", the model's scores (under bf16 autocast if `bf16`) and zoo.loss.loss_sums;
     "fast", the decoder's output and the fused loss where the model's head is `fusable` (else the reference); or
-    "fast-attention", "fast" with attention's backward recomputed in float32 where that pays (bf16 on the CPU:
-    zoo/attention_recompute.py). The trainer and `zoo bench` both train through it."""
+    "fast-attention", "fast" with attention's backward recomputed from the softmax where that pays (bf16 on the
+    CPU: zoo/attention_recompute.py). The trainer and `zoo bench` both train through it."""
     fast = kernels != "reference" and fusable(model.output)
     with (torch.autocast(src.device.type, dtype=torch.bfloat16, enabled=bf16),
           recomputed_backward(kernels == "fast-attention")):

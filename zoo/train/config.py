@@ -54,7 +54,7 @@ class TrainConfig(BaseModel):
         "tokens at a time (zoo/loss_fused.py): the same function to float tolerance, about 1.5x the training "
         "tokens/s at the studies' size, and on a CUDA GPU the whole step replayed from CUDA graphs "
         "(zoo/train/graphs.py); fast-attention = fast, and bf16 training on the CPU takes attention's backward "
-        "recomputed in float32 (zoo/attention_recompute.py) instead of the CPU flash kernel's slower bf16 one "
+        "recomputed from the softmax (zoo/attention_recompute.py) instead of the CPU flash kernel's slower one "
         "(elsewhere it is fast); reference = the model's scores and zoo/loss.py, as every record before them")
     threads: Count | None = Field(None, gt=0, description="torch CPU threads; None = PyTorch's default")
 
