@@ -161,3 +161,23 @@ def test_in_a_log_file_the_grid_prints_a_line_per_change_and_ends_its_lines(tmp_
     assert not [line for line in stamped if "elsewhere" in line or "locked" in line]
     assert text.index("zoo run smoke: 4 runs") > text.index(stamped[-1])  # then the final table
     assert re.search(r"elapsed \d+ s\n$", text)
+
+
+def test_a_log_shows_cells_of_another_definition_as_stale_until_they_run_again(tmp_path):
+    """Their old records and run directories stay until each cell's turn: the log counted them as complete (or
+    started), and a cell first seen complete was never read again, so its new run logged nothing."""
+    import io
+
+    from rich.console import Console
+
+    experiment = tmp_path / "smoke.toml"
+    experiment.write_text(SMOKE.read_text())
+    run_grid(load_experiment(experiment), tmp_path / "runs", tmp_path / "records", console=Console(file=io.StringIO()))
+    experiment.write_text(SMOKE.read_text().replace("steps = 40", "steps = 30"))
+    log = io.StringIO()
+    run_grid(load_experiment(experiment), tmp_path / "runs", tmp_path / "records", console=Console(file=log, width=200))
+    stamped = [line.split(" ", 1)[1] for line in log.getvalue().splitlines() if re.match(r"\d\d:\d\d:\d\d ", line)]
+    assert stamped[0] == "4 cells: 4 stale"
+    for cell in ("post-norm/copy/seed-0", "pre-norm/copy/seed-0", "post-norm/copy/seed-1", "pre-norm/copy/seed-1"):
+        assert sum(re.fullmatch(rf"{cell}: complete( after \d+ s)?", line) is not None for line in stamped) == 1
+        assert records.read(tmp_path / "records" / f"{cell}.json").definition["train"]["steps"] == 30

@@ -142,7 +142,7 @@ def test_the_live_grid_prints_a_failure_reason_as_written(tmp_path, monkeypatch)
     from zoo.experiment import view as runner
 
     grid = cells(load_experiment(SMOKE), tmp_path / "runs", tmp_path / "records")
-    monkeypatch.setattr(runner, "view_state", lambda cell: "failed")
+    monkeypatch.setattr(runner, "view_state", lambda cell, stale=None: "failed")
     monkeypatch.setattr(runner, "read_record", lambda path: None)
     reason = "d_model: Input should be a valid integer (got '[/]'), not '[bold]x'"
     console = Console(record=True, width=400)

@@ -24,7 +24,7 @@ from zoo.experiment import executors, owner, store
 from zoo.experiment import record as records
 from zoo.experiment.executors import Executor, Results
 from zoo.experiment.grid import WHOLE, Part, cells, plan, reusable
-from zoo.experiment.view import GridLog, GridView
+from zoo.experiment.view import GridLog, GridView, held_digest
 from zoo.testing import preflight
 
 
@@ -68,8 +68,9 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
 
     worker = threading.Thread(target=guarded, daemon=True)
     notes = {name: reason for name, (_, reason) in results.items()}
-    view = GridView(f"zoo run {experiment.name}: {len(grid)} runs -> {runs_root}", grid, notes)
-    log = GridLog(grid, console, notes) if live and not console.is_terminal else None
+    held = {cell.name: held_digest(cell) for cell in grid if cell.name in stale}  # shown as stale until replaced
+    view = GridView(f"zoo run {experiment.name}: {len(grid)} runs -> {runs_root}", grid, notes, held)
+    log = GridLog(grid, console, notes, held) if live and not console.is_terminal else None
     if log is not None:
         log.update()
     with Live(view, console=console, refresh_per_second=2, transient=False) if live and log is None \

@@ -20,9 +20,23 @@ from zoo.terminal import Table
 from zoo.train.config import TrainConfig
 
 
-def view_state(cell: Cell) -> str:
-    """What the view shows for a cell: its record's status, else its run directory's, said to be elsewhere when
-    another process holds its lock."""
+def held_digest(cell: Cell) -> str | None:
+    """The definition digest of what the store holds for `cell`: its record's, else its run directory's."""
+    record = read_record(cell.record)
+    if record is not None:
+        return record.definition_digest
+    try:
+        return rundir.read_table(cell.out / rundir.DEFINITION).get("digest")
+    except rundir.RunError:
+        return None
+
+
+def view_state(cell: Cell, stale: dict[str, str | None] | None = None) -> str:
+    """What the view shows for a cell: "stale" while the store still holds what `stale` (cell name -> the digest
+    of its record or run directory when the grid started, `held_digest`) found of another definition; else its
+    record's status, else its run directory's, said to be elsewhere when another process holds its lock."""
+    if stale and cell.name in stale and held_digest(cell) == stale[cell.name]:
+        return "stale"  # a finished run of the old definition is not this cell's result: it runs again
     if cell.record.exists():
         record = read_record(cell.record)
         return record.status if record is not None else "failed"
@@ -55,19 +69,22 @@ def _reason(cell: Cell, notes: dict[str, str]) -> str:
 FINAL = ("complete", "diverged", "failed")
 
 STYLE = {"complete": "green", "diverged": "yellow", "failed": "red", "started": "cyan", "evaluating": "cyan",
-         "pending": "dim", "locked": "magenta", "started elsewhere": "magenta", "evaluating elsewhere": "magenta"}
+         "pending": "dim", "stale": "yellow", "locked": "magenta", "started elsewhere": "magenta",
+         "evaluating elsewhere": "magenta"}
 
 
 class GridView:
     """Rich renderable of the grid, re-read from the store on every refresh."""
 
-    def __init__(self, title: str, grid: list[Cell], notes: dict[str, str] | None = None):
+    def __init__(self, title: str, grid: list[Cell], notes: dict[str, str] | None = None,
+                 stale: dict[str, str | None] | None = None):
         self.title, self.grid, self.started = title, grid, time.time()
         self.first_seen: dict[str, float] = {}
         self.notes = notes if notes is not None else {}  # cell name -> failure reason from this process
+        self.stale = stale or {}  # cell name -> held_digest at the start, for the cells `plan` found stale
 
     def __rich__(self):
-        states = {cell.name: view_state(cell) for cell in self.grid}
+        states = {cell.name: view_state(cell, self.stale) for cell in self.grid}
         table = Table(title=self.title, title_justify="left", expand=False)
         for column in ("variant", "task", "seed", "status", "progress"):
             table.add_column(column)
@@ -83,6 +100,8 @@ class GridView:
                 detail = line + (f"  {fraction:.0%}" if fraction is not None else "") + eta
             elif state in ("failed", "diverged"):
                 detail = _reason(cell, self.notes)
+            elif state == "stale":
+                detail = "run under another definition: runs again"
             elif state in ("locked", "evaluating elsewhere"):
                 detail = f"another zoo run (pid {cell.lock.holder()}) works on it; waiting"
             table.add_row(cell.variant, cell.task, str(cell.seed), f"[{STYLE.get(state, 'white')}]{state}[/]",
@@ -96,8 +115,8 @@ class GridLog:
     nothing there, so a long grid's log stayed empty until its final table. This prints a timestamped line for
     each cell whose state changes instead, after one line that counts the cells' states at the start."""
 
-    def __init__(self, grid: list[Cell], console, notes: dict[str, str]):
-        self.grid, self.console, self.notes = grid, console, notes
+    def __init__(self, grid: list[Cell], console, notes: dict[str, str], stale: dict[str, str | None] | None = None):
+        self.grid, self.console, self.notes, self.stale = grid, console, notes, stale or {}
         self.states: dict[str, str] = {}
         self.started: dict[str, float] = {}
         self.opened = False
@@ -108,7 +127,7 @@ class GridLog:
             before = self.states.get(cell.name)
             if before in FINAL:
                 continue  # a finished cell is read once
-            state = self.states[cell.name] = view_state(cell)
+            state = self.states[cell.name] = view_state(cell, self.stale)
             if state == "started":
                 self.started.setdefault(cell.name, time.time())
             if opening or state == before:
