@@ -27,7 +27,6 @@ from torch.autograd.function import once_differentiable
 Tensor = torch.Tensor
 
 _ACTIVE: ContextVar[bool] = ContextVar("zoo_recomputed_attention_backward", default=False)
-_FLASH_CPU = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 
 
 @contextmanager
@@ -60,7 +59,9 @@ class _RecomputedBackward(torch.autograd.Function):
         if attn_mask is not None and attn_mask.dtype == torch.bool:  # as F.scaled_dot_product_attention does
             blocked = ~attn_mask
             attn_mask = torch.zeros(blocked.shape, dtype=q.dtype, device=q.device).masked_fill_(blocked, float("-inf"))
-        out, logsumexp = _FLASH_CPU(q, k, v, 0.0, False, attn_mask=attn_mask, scale=scale)  # (B, H, Lq, Dh), (B, H, Lq)
+        # the kernel F.scaled_dot_product_attention runs here, looked up when first used (a private op)
+        flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+        out, logsumexp = flash(q, k, v, 0.0, False, attn_mask=attn_mask, scale=scale)  # (B, H, Lq, Dh), (B, H, Lq)
         ctx.save_for_backward(q, k, v, attn_mask, logsumexp)
         ctx.scale = scale
         return out
