@@ -117,3 +117,34 @@ def test_in_float32_it_is_the_fast_path_bit_for_bit(tiny):
     loss, grads = _step(model, batch, "fast-attention", bf16=False)
     assert torch.equal(loss, fast_loss)
     assert all(torch.equal(grads[name], grad) for name, grad in fast_grads.items())
+
+
+def test_the_trainer_takes_it_from_its_config_and_logs_the_fast_paths_losses_to_bf16_tolerance(tmp_path, monkeypatch):
+    """kernels = "fast-attention" reaches the attention layers through the trainer, and only there: the recomputed
+    backward runs in training steps, and the run logs what the fast path logs, to bf16's tolerance."""
+    import json
+
+    import zoo.attention_recompute as recompute
+    from zoo.data import load_task
+    from zoo.train import TrainConfig, Trainer
+
+    calls = []
+    backward = recompute._RecomputedBackward.backward
+    monkeypatch.setattr(recompute._RecomputedBackward, "backward",
+                        staticmethod(lambda ctx, grad: calls.append(1) or backward(ctx, grad)))
+    task = load_task("copy", symbols=8, min_len=3, max_len=6, train_size=200, valid_size=20, test_size=20)
+    spec = zoo.load_spec("paper-base", {"d_model": 16, "n_heads": 2, "d_ff": 32, "encoder_layers": 1,
+                                        "decoder_layers": 1, "src_vocab": task.src_vocab, "tgt_vocab": task.tgt_vocab})
+    logged = {}
+    for kernels in ("fast", "fast-attention"):
+        calls.clear()
+        config = TrainConfig(steps=8, batch_tokens=256, warmup=4, lr=3e-3, eval_interval=8, eval_sentences=10,
+                             checkpoint_interval=8, log_interval=2, device="cpu", precision="bf16", kernels=kernels)
+        Trainer(spec, task, config, tmp_path / kernels, progress=False).run()
+        rows = [json.loads(line) for line in (tmp_path / kernels / "metrics.jsonl").read_text().splitlines()]
+        logged[kernels] = [(row["step"], row["loss"]) for row in rows if "loss" in row]
+        # 3 attention calls a step (encoder, decoder self, cross), 8 steps; none in evaluation
+        assert len(calls) == (24 if kernels == "fast-attention" else 0)
+    assert [step for step, _ in logged["fast"]] == [step for step, _ in logged["fast-attention"]]
+    for (_, fast), (_, recomputed) in zip(logged["fast"], logged["fast-attention"]):
+        assert recomputed == pytest.approx(fast, rel=2e-2)
