@@ -542,7 +542,7 @@ def test_a_run_is_judged_stalled_on_the_tasks_declared_primary_metric():
     """A translation task scored on chrF: its floor is chrF's (10), and the final validation value held
     against it must be chrF too. Reading BLEU there (1.41 on the WMT sample pilot, 18.94 chrF) set every
     run of such a task apart as stalled."""
-    from zoo.experiment.config import TaskEntry
+    from zoo.experiment.schema import TaskEntry
     from zoo.report.collect import read_row
     from zoo.stats.outcomes import StallRule, classify_run
 
@@ -560,7 +560,7 @@ def test_an_inconclusive_finding_says_when_the_published_effect_lies_outside_the
     leaves out the published effect. Inside the interval, nothing is added."""
     from types import SimpleNamespace
 
-    from zoo.experiment.config import Finding
+    from zoo.experiment.schema import Finding
     from zoo.report.findings import INCONCLUSIVE, Check, settle
 
     finding = Finding(kind="direction", variant="stack", expect="better", claim="the stack is better",

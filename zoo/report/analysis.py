@@ -31,8 +31,8 @@ from pydantic import BaseModel
 
 from zoo import metrics
 from zoo.experiment import Experiment
-from zoo.experiment.config import TaskEntry
 from zoo.experiment.record import Record
+from zoo.experiment.schema import TaskEntry
 from zoo.report.collect import Records, sentence_stats
 from zoo.stats import FEW, POWER
 from zoo.stats import outcomes as oc

@@ -38,8 +38,8 @@ from zoo import metrics
 from zoo.errors import ZooError
 from zoo.experiment import Experiment, store
 from zoo.experiment import record as record_file
-from zoo.experiment.config import TaskEntry
 from zoo.experiment.record import Record, Summary
+from zoo.experiment.schema import TaskEntry
 from zoo.rundir import RunError
 
 KEYS = ("variant", "task", "seed", "status", "reason")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from zoo.experiment.config import Analysis
+from zoo.experiment.schema import Analysis
 from zoo.report.analysis import Comparison, TaskAnalysis, at_level
 from zoo.report.findings import Check
 from zoo.report.transfer import TransferAnalysis

@@ -1,7 +1,7 @@
 """Checking published findings, only where they apply.
 
 Each finding declares its kind, what it expects, the published effect with its source, and the
-regime it needs (zoo/experiment/config.py: Finding, Regime). For every task it names, the report says
+regime it needs (zoo/experiment/schema.py: Finding, Regime). For every task it names, the report says
 
     confirmed        the test is significant (after the report's correction) in the expected direction,
                      or equivalence within the task's margin is shown where the paper reports none
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zoo.experiment import Experiment
-from zoo.experiment.config import Finding, TaskEntry
+from zoo.experiment.schema import Finding, TaskEntry
 from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, compared_columns, detectable_phrase
 from zoo.report.collect import ReportError
 from zoo.report.equiv import Matrix

@@ -19,7 +19,7 @@ import pandas as pd  # noqa: E402
 
 from zoo import metrics  # noqa: E402
 from zoo.experiment import Experiment  # noqa: E402
-from zoo.experiment.config import TaskEntry  # noqa: E402
+from zoo.experiment.schema import TaskEntry  # noqa: E402
 from zoo.report.analysis import Analyst, TaskAnalysis  # noqa: E402
 from zoo.report.tables import label, verdict_class, verdict_text  # noqa: E402
 from zoo.stats.intervals import mean_half_width  # noqa: E402

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 from zoo.experiment import Experiment
-from zoo.experiment.config import Transfer
 from zoo.experiment.floors import current_floor
+from zoo.experiment.schema import Transfer
 from zoo.report import findings as fnd
 from zoo.report.analysis import Analyst, TaskAnalysis
 from zoo.report.collect import ReportError, collect, load_records

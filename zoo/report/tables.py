@@ -12,7 +12,7 @@ import numpy as np
 
 from zoo import metrics
 from zoo.experiment import Experiment
-from zoo.experiment.config import TaskEntry
+from zoo.experiment.schema import TaskEntry
 from zoo.report.analysis import Comparison, TaskAnalysis, bounds, detectable_phrase, metric_range
 from zoo.stats import ALPHA, BETTER, FEW, WORSE
 from zoo.stats import outcomes as oc

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from zoo.experiment.config import Transfer
+from zoo.experiment.schema import Transfer
 from zoo.report.analysis import TaskAnalysis
 from zoo.stats.transfer import Interaction, RankCorrelation, compare_interaction, rank_correlation
 
