@@ -1,7 +1,7 @@
 """reports/README.md's "Where the translation studies stand" (the WMT sample, what runs cost, the device as a block
 of seeds) and its two "Verdicts changed by ..." sections (the rule and the layout: tests/test_claims.py).
 
-Not checked: the scale study's sentence (still training); the "before" columns of both "Verdicts changed" tables
+Not checked: the scale study's results (still training); the "before" columns of both "Verdicts changed" tables
 and the ablations rows of the calibration audit's table, whose "now" was superseded on 2026-11-27 (the table above
 it): no record gives those numbers any more; "8 to 16 at once", which the records cannot show (each holds its own
 `zoo run`'s worker count; docs/measurements/h200-2026-11-26 says two lanes shared the GPU).
@@ -97,6 +97,20 @@ def test_what_a_cpu_run_cost():
     assert (round(seconds.min()), round(seconds.max()), round(seconds.median())) == (119, 449, 169)
     seconds = translation.train_seconds
     assert (f"{seconds.min():,.0f}", f"{seconds.max():,.0f}") == ("714", "1,154")
+
+
+def test_what_a_scale_run_costs():
+    """The pilot's 200-step times on the two paths, and the scale grid's first two runs, from their records."""
+    said(REPORTS, "`scale-pilot/` trained 200 steps on that path in 126.98 s against 177.19 s on the fast path, "
+                  "about 32 minutes for a run's 3000 steps; the first two runs took 38 and 59 minutes of training "
+                  "with other work beside them.")
+    pilot = {r["cell"]["variant"]: r["summary"] for r in records("scale-pilot")}
+    assert pilot["fast-attention"]["steps"] == pilot["fast"]["steps"] == 200
+    assert (f"{pilot['fast-attention']['train_seconds']:.2f}", f"{pilot['fast']['train_seconds']:.2f}") == \
+        ("126.98", "177.19")
+    assert round(pilot["fast-attention"]["train_seconds"] / 200 * 3000 / 60) == 32
+    first = sorted(records("scale"), key=lambda r: r["provenance"]["finished"])[:2]  # later runs add records
+    assert sorted(round(r["summary"]["train_seconds"] / 60) for r in first) == [38, 59]
 
 
 def test_what_a_gpu_run_cost():
