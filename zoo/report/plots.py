@@ -58,7 +58,7 @@ def learning_curves(experiment: Experiment, task: TaskEntry, logged: pd.DataFram
     variants with different heads are not comparable, and their NLLs are."""
     metric = task.primary_metric
     colors = _colors(experiment)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 4.5))
     rows = logged[logged.task == task.key]
     # training NLL as the mean over each 1% of the steps: smooth, and alike for runs logged at different intervals
     width = max(1, math.ceil(rows[rows.kind == "train"].step.max() / 100)) if (rows.kind == "train").any() else 1
@@ -83,10 +83,12 @@ def learning_curves(experiment: Experiment, task: TaskEntry, logged: pd.DataFram
               ylabel="−log p(target) per target token (nats, no smoothing)")
     for ax in (left, right):
         ax.grid(alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize=8)
-        else:
+        if not ax.lines:
             ax.text(0.5, 0.5, "no complete runs", ha="center", va="center", transform=ax.transAxes)
+    legend = dict(zip(*reversed(right.get_legend_handles_labels())))  # one legend for both, beside them, where
+    legend.update(zip(*reversed(left.get_legend_handles_labels())))  # it hides no curve
+    if legend:
+        right.legend(legend.values(), legend.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
     fig.suptitle(f"{experiment.name} / {task.key}: learning curves (line: mean over seeds, band: min-max)")
     return save(fig, path)
 
@@ -209,31 +211,45 @@ def effects_overview(experiment: Experiment, tasks: list[TaskAnalysis], titles: 
 
 
 def throughput(experiment: Experiment, frame: pd.DataFrame, path: Path) -> Path:
-    """Training tokens/s against trainable parameters: one point per variant (and task), labelled."""
+    """Training tokens/s per variant, one panel per task (tasks differ in sentence length, so their rates share
+    no scale), the variants in the same rows: each complete seed a dot, the mean a black tick, and each variant's
+    trainable parameters written at the panel's right edge, so speed and size read together. Many variants share
+    a size, so a size axis would stack them on one another; rows keep every variant readable."""
     colors = _colors(experiment)
-    markers = "os^DvP*X"
-    fig, ax = plt.subplots(figsize=(8, 5))
-    largest = frame.parameters.astype(float).max()
-    scale, unit = (1e6, "millions") if not largest < 1e6 else (1e3, "thousands")
-    for t, task in enumerate(experiment.config.tasks):
-        for variant, color in colors.items():
-            rows = frame[(frame.task == task.key) & (frame.variant == variant) & (frame.status == "complete")]
-            if not len(rows):
+    variants = list(colors)
+    tasks = experiment.config.tasks
+    complete = frame[frame.status == "complete"]
+    fig, axes = plt.subplots(1, len(tasks), figsize=(max(8.0, 2.4 + 3.4 * len(tasks)), 1.6 + 0.32 * len(variants)),
+                             sharey=True, squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        rows = complete[complete.task == task.key]
+        for y, variant in enumerate(variants):
+            runs = rows[rows.variant == variant]
+            if not len(runs):
                 continue
-            speed = rows.tok_per_s.astype(float)
-            params = float(rows.parameters.astype(float).mean()) / scale
-            ax.errorbar(params, speed.mean(), yerr=[[speed.mean() - speed.min()], [speed.max() - speed.mean()]],
-                        fmt=markers[t % len(markers)], color=color, capsize=3, label=f"{variant} on {task.key}")
-            ax.annotate(variant, (params, speed.mean()), textcoords="offset points", xytext=(5, 5), fontsize=8)
-    ax.set(title=f"{experiment.name}: training throughput vs model size (mean, min-max over seeds)\n"
-                 "measured while runs shared the machine: not a speed comparison (zoo bench is)",
-           xlabel=f"trainable parameters ({unit})", ylabel="training throughput (target tokens per second)")
-    ax.grid(alpha=0.3)
-    if ax.lines or ax.collections:
-        ax.legend(fontsize=8)
-    else:
-        ax.text(0.5, 0.5, "no complete runs", ha="center", va="center", transform=ax.transAxes)
+            speed = runs.tok_per_s.astype(float) / 1000
+            ax.scatter(speed, [y] * len(speed), color=colors[variant], s=16, alpha=0.8, zorder=3)
+            ax.scatter([speed.mean()], [y], marker="|", color="black", s=160, zorder=4)
+            ax.text(1.0, y, f" {_size(float(runs.parameters.astype(float).mean()))}", fontsize=7, color="grey",
+                    va="center", transform=ax.get_yaxis_transform(), clip_on=False)
+        if not len(rows):
+            ax.text(0.5, 0.5, "no complete runs", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xlim(0, 1.05 * max(rows.tok_per_s.astype(float).max() / 1000, 1e-3) if len(rows) else 1)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title(task.key, fontsize=9)
+        ax.xaxis.set_major_locator(plt.MaxNLocator(5))
+        ax.set_xlabel("training throughput (thousand target tokens/s)", fontsize=8)
+    axes[0, 0].set_yticks(range(len(variants)), variants, fontsize=8)
+    axes[0, 0].set_ylim(len(variants) - 0.5, -0.5)  # shared: every panel lists the variants top to bottom
+    fig.suptitle(f"{experiment.name}: training throughput per variant (dot: a seed; tick: the mean; grey: trainable "
+                 "parameters)\nmeasured while runs shared the machine: not a speed comparison (zoo bench is)",
+                 fontsize=9)
     return save(fig, path)
+
+
+def _size(parameters: float) -> str:
+    """A parameter count in the units a reader compares models in: 487,104 as 0.49M, 23,412 as 23.4k."""
+    return f"{parameters / 1e6:.2f}M" if parameters >= 1e5 else f"{parameters / 1e3:.1f}k"
 
 
 def instability(experiment: Experiment, tasks: list[TaskAnalysis], path: Path) -> Path:
