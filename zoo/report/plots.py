@@ -219,9 +219,11 @@ def throughput(experiment: Experiment, frame: pd.DataFrame, path: Path) -> Path:
     variants = list(colors)
     tasks = experiment.config.tasks
     complete = frame[frame.status == "complete"]
-    fig, axes = plt.subplots(1, len(tasks), figsize=(max(8.0, 2.4 + 3.4 * len(tasks)), 1.6 + 0.32 * len(variants)),
-                             sharey=True, squeeze=False)
-    for ax, task in zip(axes[0], tasks):
+    columns = min(4, len(tasks))
+    grid_rows = math.ceil(len(tasks) / columns)
+    fig, axes = plt.subplots(grid_rows, columns, sharey=True, squeeze=False,
+                             figsize=(max(8.0, 2.4 + 3.4 * columns), grid_rows * (1.6 + 0.32 * len(variants))))
+    for ax, task in zip(axes.flat, tasks):
         rows = complete[complete.task == task.key]
         for y, variant in enumerate(variants):
             runs = rows[rows.variant == variant]
@@ -239,7 +241,10 @@ def throughput(experiment: Experiment, frame: pd.DataFrame, path: Path) -> Path:
         ax.set_title(task.key, fontsize=9)
         ax.xaxis.set_major_locator(plt.MaxNLocator(5))
         ax.set_xlabel("training throughput (thousand target tokens/s)", fontsize=8)
-    axes[0, 0].set_yticks(range(len(variants)), variants, fontsize=8)
+    for ax in list(axes.flat)[len(tasks):]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_yticks(range(len(variants)), variants, fontsize=8)
     axes[0, 0].set_ylim(len(variants) - 0.5, -0.5)  # shared: every panel lists the variants top to bottom
     fig.suptitle(f"{experiment.name}: training throughput per variant (dot: a seed; tick: the mean; grey: trainable "
                  "parameters)\nmeasured while runs shared the machine: not a speed comparison (zoo bench is)",
