@@ -504,11 +504,25 @@ def test_differences_are_formatted_signed_and_float_residue_is_zero():
     assert fmt_effect(-1.4e-14, -0.29, 0.29, "exact_match") == "0.00 [-0.29, +0.29]"
 
 
-def test_the_instability_plot_is_drawn_from_the_task_analyses(report, tmp_path):
+def test_the_instability_plot_draws_each_variants_share_and_count_in_its_tasks_panel(report, tmp_path, monkeypatch):
     from zoo.report import plots
 
     png = plots.instability(report.experiment, report.tasks, tmp_path / "instability.png")
     assert png.exists() and png.stat().st_size > 10_000
+    drawn = {}
+    monkeypatch.setattr(plots, "save", lambda fig, path: drawn.setdefault("axes", fig.axes))
+    plots.instability(report.experiment, report.tasks, tmp_path / "again.png")
+    panels = [ax for ax in drawn["axes"] if ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == [analysis.task.key for analysis in report.tasks]
+    variants = [v.label for v in report.experiment.config.variants]
+    assert [tick.get_text() for tick in panels[0].get_yticklabels()] == variants
+    for ax, analysis in zip(panels, report.tasks):
+        finished = [v for v in variants if analysis.instability[v].n]
+        widths = {round(bar.get_y() + bar.get_height() / 2): bar.get_width() for bar in ax.patches}
+        assert widths == {variants.index(v): pytest.approx(100 * analysis.instability[v].rate) for v in finished}
+        counts = sorted(text.get_text() for text in ax.texts)
+        assert counts == sorted([f"{analysis.instability[v].count}/{analysis.instability[v].n}" for v in finished]
+                                + ["no finished run"] * (len(variants) - len(finished)))
 
 
 def test_the_effects_overview_draws_a_panel_per_task_each_point_in_its_verdicts_colour(report, tmp_path,

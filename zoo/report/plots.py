@@ -115,7 +115,8 @@ def seed_values(experiment: Experiment, analysis: TaskAnalysis, analyst: Analyst
         if unstable:
             ax.scatter([x] * len(unstable), [0] * len(unstable), marker="x", color="red", zorder=3,
                        label="stalled or diverged seed" if x == 0 or not ax.get_legend_handles_labels()[1] else None)
-    ax.set_xticks(range(len(colors)), [f"{v}\n({len(analyst.trained(task, v))} trained)" for v in colors], fontsize=8)
+    ax.set_xticks(range(len(colors)), [f"{v}\n({len(analyst.trained(task, v))} trained)" for v in colors], fontsize=8,
+                  rotation=30, ha="right", rotation_mode="anchor")  # long names side by side would overlap
     ax.set(ylabel=f"test {label(metric)} ({unit(metric)})", xlabel="variant (seeds that trained)",
            title=f"{experiment.name} / {task.key}: test {label(metric)} per seed\n"
                  "dot: a seed that trained; bar: mean and 95% CI; red cross: a stalled or diverged seed")
@@ -172,11 +173,8 @@ def effects_overview(experiment: Experiment, tasks: list[TaskAnalysis], titles: 
     which name the budget), the variants in the same rows: which factor matters where, at a glance. The colour
     is the verdict, the band the margin."""
     variants = [v.label for v in experiment.config.variants if v.label != experiment.config.baseline_label]
-    columns = min(4, len(tasks))
-    rows = math.ceil(len(tasks) / columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(2.2 + 3.2 * columns, 1.2 + rows * (0.9 + 0.32 * len(variants))),
-                             sharey=True, squeeze=False)
-    for ax, analysis, title in zip(axes.flat, tasks, titles):
+    fig, panels = _variant_panels(len(tasks), variants)
+    for ax, analysis, title in zip(panels, tasks, titles):
         for y, variant in enumerate(variants):
             c = analysis.comparisons.get(variant)
             if c is None:
@@ -199,11 +197,6 @@ def effects_overview(experiment: Experiment, tasks: list[TaskAnalysis], titles: 
         ax.set_title(title, fontsize=9)
         ax.set_xlabel(f"Δ test {label(analysis.primary)}" + (f" (band ±{margin:g})" if margin is not None else ""),
                       fontsize=8)
-    for ax in list(axes.flat)[len(tasks):]:
-        ax.set_visible(False)
-    for ax in axes[:, 0]:
-        ax.set_yticks(range(len(variants)), variants, fontsize=8)
-    axes[0, 0].invert_yaxis()  # shared: every panel lists the variants top to bottom
     fig.suptitle(f"{experiment.name}: effects against {experiment.config.baseline_label} per task (95% CI)\n"
                  "colour: the verdict (green better, red worse, blue equivalent within the band, grey undecided; "
                  "hollow: no verdict)", fontsize=9)
@@ -219,11 +212,8 @@ def throughput(experiment: Experiment, frame: pd.DataFrame, path: Path) -> Path:
     variants = list(colors)
     tasks = experiment.config.tasks
     complete = frame[frame.status == "complete"]
-    columns = min(4, len(tasks))
-    grid_rows = math.ceil(len(tasks) / columns)
-    fig, axes = plt.subplots(grid_rows, columns, sharey=True, squeeze=False,
-                             figsize=(max(8.0, 2.4 + 3.4 * columns), grid_rows * (1.6 + 0.32 * len(variants))))
-    for ax, task in zip(axes.flat, tasks):
+    fig, panels = _variant_panels(len(tasks), variants)
+    for ax, task in zip(panels, tasks):
         rows = complete[complete.task == task.key]
         for y, variant in enumerate(variants):
             runs = rows[rows.variant == variant]
@@ -241,11 +231,6 @@ def throughput(experiment: Experiment, frame: pd.DataFrame, path: Path) -> Path:
         ax.set_title(task.key, fontsize=9)
         ax.xaxis.set_major_locator(plt.MaxNLocator(5))
         ax.set_xlabel("training throughput (thousand target tokens/s)", fontsize=8)
-    for ax in list(axes.flat)[len(tasks):]:
-        ax.set_visible(False)
-    for ax in axes[:, 0]:
-        ax.set_yticks(range(len(variants)), variants, fontsize=8)
-    axes[0, 0].set_ylim(len(variants) - 0.5, -0.5)  # shared: every panel lists the variants top to bottom
     fig.suptitle(f"{experiment.name}: training throughput per variant (dot: a seed; tick: the mean; grey: trainable "
                  "parameters)\nmeasured while runs shared the machine: not a speed comparison (zoo bench is)",
                  fontsize=9)
@@ -258,34 +243,47 @@ def _size(parameters: float) -> str:
 
 
 def instability(experiment: Experiment, tasks: list[TaskAnalysis], path: Path) -> Path:
-    """Share of unstable (stalled + diverged) runs per task, one bar per variant, with its 95%
-    Clopper-Pearson interval: where, across an experiment's tasks or training regimes, training fails."""
+    """Share of unstable (stalled + diverged) runs per variant with its 95% Clopper-Pearson interval and the
+    count beside it, one panel per task, the variants in the same rows: where, across an experiment's tasks or
+    training regimes, training fails."""
     colors = _colors(experiment)
-    variants = [v.label for v in experiment.config.variants]
-    width = 0.8 / len(variants)
-    fig, ax = plt.subplots(figsize=(max(8.0, 1.1 * len(tasks) * max(1, len(variants) / 2)), 4.5))
-    for i, variant in enumerate(variants):
-        xs, rates, low, high, counts = [], [], [], [], []
-        for t, analysis in enumerate(tasks):
+    variants = list(colors)
+    fig, panels = _variant_panels(len(tasks), variants)
+    for ax, analysis in zip(panels, tasks):
+        for y, variant in enumerate(variants):
             rate = analysis.instability[variant]
             if not rate.n:
+                ax.text(1, y, "no finished run", fontsize=7, color="grey", va="center")
                 continue
-            xs.append(t - 0.4 + width * (i + 0.5))
-            rates.append(100 * rate.rate)
-            low.append(100 * (rate.rate - rate.ci_low))
-            high.append(100 * (rate.ci_high - rate.rate))
-            counts.append(f"{rate.count}/{rate.n}")
-        ax.bar(xs, rates, width, yerr=[low, high], capsize=2, color=colors[variant], label=variant,
-               error_kw={"elinewidth": 0.8, "alpha": 0.6})
-        for x, y, text in zip(xs, rates, counts):  # the counts, readable also where the bar has no height
-            ax.text(x, y + 1, text, ha="center", va="bottom", fontsize=6, color=colors[variant])
-    ax.set_xticks(range(len(tasks)), [analysis.task.key for analysis in tasks], rotation=30, ha="right", fontsize=8)
-    ax.set(title=f"{experiment.name}: unstable runs (stalled + diverged) per task\n"
-                 "bar: share of finished runs; error bar: 95% Clopper-Pearson interval",
-           ylabel="unstable runs (%)", ylim=(0, 105))
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+            ax.barh(y, 100 * rate.rate, height=0.6, color=colors[variant],
+                    xerr=[[100 * (rate.rate - rate.ci_low)], [100 * (rate.ci_high - rate.rate)]], capsize=2,
+                    error_kw={"elinewidth": 0.8, "alpha": 0.6})
+            ax.text(100 * rate.ci_high + 2, y, f"{rate.count}/{rate.n}", fontsize=7, va="center")
+        ax.set_xlim(0, 115)
+        ax.set_xticks([0, 25, 50, 75, 100])
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title(analysis.task.key, fontsize=9)
+        ax.set_xlabel("unstable runs (% of finished runs)", fontsize=8)
+    fig.suptitle(f"{experiment.name}: unstable runs (stalled + diverged) per task\n"
+                 "bar: share of finished runs; error bar: 95% Clopper-Pearson interval; text: unstable / finished",
+                 fontsize=9)
     return save(fig, path)
+
+
+def _variant_panels(count: int, variants: list[str]) -> tuple:
+    """A figure of `count` panels, four to a row, each listing `variants` top to bottom in the same rows: the
+    layout of every plot that sets variants side by side across tasks. Returns the figure and the panels to draw
+    in (the grid's spare ones are hidden)."""
+    columns = min(4, count)
+    rows = math.ceil(count / columns)
+    fig, axes = plt.subplots(rows, columns, sharey=True, squeeze=False,
+                             figsize=(max(8.0, 2.4 + 3.4 * columns), rows * (1.6 + 0.32 * len(variants))))
+    for ax in list(axes.flat)[count:]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_yticks(range(len(variants)), variants, fontsize=8)
+    axes[0, 0].set_ylim(len(variants) - 0.5, -0.5)  # shared by every panel
+    return fig, list(axes.flat)[:count]
 
 
 def save(fig, path: Path) -> Path:
