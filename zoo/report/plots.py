@@ -155,9 +155,9 @@ def effects(experiment: Experiment, analysis: TaskAnalysis, path: Path) -> Path:
     left.invert_yaxis()
     metric = analysis.primary
     left.set(xlabel=f"Δ test {label(metric)} vs {experiment.config.baseline_label} ({unit(metric)}){band}",
-             title="quality of the runs that trained (95% CI; hollow: no verdict)")
+             title="quality of the runs that trained\n(95% CI; hollow: no verdict)")
     right.set(xlabel=f"Δ share of unstable runs vs {experiment.config.baseline_label} (points)",
-              title="instability: stalled + diverged (the tests and their intervals: the outcomes table)")
+              title="instability: stalled + diverged\n(the tests and their intervals: the outcomes table)")
     for ax in (left, right):
         ax.axvline(0, color="grey", linewidth=1)
         ax.grid(axis="x", alpha=0.3)

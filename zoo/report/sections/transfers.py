@@ -80,7 +80,7 @@ def transfer_plot(analysis: TransferAnalysis, experiment_name: str, path: Path) 
     ax.axvline(0, color="grey", linewidth=0.5)
     unit = label(analysis.first.primary)
     ax.set(xlabel=f"Δ test {unit} on {a} (95% CI)", ylabel=f"Δ test {unit} on {b} (95% CI)",
-           title=f"{experiment_name}: effects against the baseline, {a} → {b}")
+           title=f"{experiment_name}: effects against the baseline\n{a} → {b}")
     ax.grid(alpha=0.3)
     return save(fig, path)
 
