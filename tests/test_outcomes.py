@@ -76,6 +76,22 @@ def test_logrank_separates_fast_from_slow():
     fast = logrank([100, 200, 300, 400, 500], [1, 1, 1, 1, 1], [600, 700, 800, 900, 1000], [1, 1, 1, 0, 0])
     same = logrank([100, 200, 300], [1, 1, 1], [100, 200, 300], [1, 1, 1])
     assert fast < 0.01 and same == pytest.approx(1.0)
+    assert logrank([100, 200], [0, 0], [300], [0]) == 1.0  # nobody reached it: one flat curve
+    assert logrank([500, 500], [1, 1], [500, 500, 500], [1, 1, 1]) == 1.0  # all at one step: one curve
+    assert math.isnan(logrank([], [], [100], [1]))
+
+
+def test_logrank_by_hand():
+    """Baseline reaches the threshold at steps 1 and 2, the variant at 3 and 4. At step 1, 4 runs at risk (2 each),
+    one event: expected in the baseline 2/4, hypergeometric variance 2*2*1*3 / (4^2 * 3) = 1/4; at step 2, 3 at risk
+    (1 baseline): expected 1/3, variance 1*2*1*2 / (3^2 * 2) = 2/9; later the baseline has none at risk. Observed
+    minus expected 2 - 5/6 = 7/6, variance 17/36: chi-square (7/6)^2 / (17/36) = 49/17 on one degree of freedom."""
+    from scipy.stats import chi2
+
+    assert logrank([1, 2], [1, 1], [3, 4], [1, 1]) == pytest.approx(chi2.sf(49 / 17, 1), rel=1e-12)
+    # a censored baseline run leaves the risk set without an event: (3 at risk at step 1, 1 of them the baseline's
+    # uncensored run) expected 1/3, variance 1*2*1*2 / (9*2) = 2/9; then the baseline has none at risk
+    assert logrank([1, 0.5], [1, 0], [3, 4], [1, 1]) == pytest.approx(chi2.sf((2 / 3) ** 2 / (2 / 9), 1), rel=1e-12)
 
 
 def test_curve_area():

@@ -60,6 +60,25 @@ def test_diverged_and_failed_records_and_extra_fields_survive_a_round_trip(recor
     assert _round_trip(path, tmp_path) == path.read_bytes()
     read = records.read(path)
     assert read.status == record["status"] and read.cell.seed == 0
+    if record["status"] == "diverged":  # the file's NaN and Infinity tokens read back as floats
+        loss = read.curves.train["loss"]
+        assert math.isnan(loss[0]) and loss[1] == math.inf
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b'{"format": 1, "cell": ', "cannot read (Invalid JSON: EOF while parsing"),
+    (b"\xff\xfe", "cannot read (Invalid JSON"),
+    (b"[1, 2]", "not a zoo record of format 1: record: Input should be an object"),
+    (b'{"format": 2}', "not a zoo record of format 1: format: Input should be 1"),
+], ids=["cut-short", "not-text", "a-list", "another-format"])
+def test_a_file_that_is_not_a_record_is_one_error_naming_it(content, problem, tmp_path):
+    path = tmp_path / "seed-0.json"
+    path.write_bytes(content)
+    with pytest.raises(records.RunError) as info:
+        records.read(path)
+    assert str(info.value).startswith(f"{path}: {problem}")
+    with pytest.raises(records.RunError, match="cannot read \\(No such file"):
+        records.read(tmp_path / "absent.json")
 
 
 def test_a_copied_record_differs_from_its_original_in_cell_and_provenance_only(tmp_path):

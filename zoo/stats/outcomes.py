@@ -245,15 +245,19 @@ def time_to_threshold(steps: Sequence[float], reached: Sequence[bool], alpha: fl
 
 def logrank(baseline_steps: Sequence[float], baseline_reached: Sequence[bool], variant_steps: Sequence[float],
             variant_reached: Sequence[bool]) -> float:
-    """p-value of the log-rank test that the two variants reach the threshold equally fast."""
-    from lifelines.statistics import logrank_test
-
+    """p-value of the log-rank test that the two variants reach the threshold equally fast (scipy's: the same
+    p-values as lifelines' logrank_test, at a thirtieth of its cost, which was a tenth of a report's analysis).
+    Where the statistic has no variance the runs cannot tell the arms apart (none reaches the threshold, or every
+    run of both reaches it at one step: the same curve twice), and p = 1, as lifelines gives."""
     if not (len(baseline_steps) and len(variant_steps)):
         return math.nan
-    result = logrank_test(np.asarray(baseline_steps, dtype=float), np.asarray(variant_steps, dtype=float),
-                          event_observed_A=np.asarray(baseline_reached, dtype=bool),
-                          event_observed_B=np.asarray(variant_reached, dtype=bool))
-    return float(result.p_value)
+    arms = []
+    for steps, reached in ((baseline_steps, baseline_reached), (variant_steps, variant_reached)):
+        steps, reached = np.asarray(steps, dtype=float), np.asarray(reached, dtype=bool)
+        arms.append(scipy_stats.CensoredData(uncensored=steps[reached], right=steps[~reached]))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = float(scipy_stats.logrank(*arms).pvalue)
+    return 1.0 if math.isnan(p) else p
 
 
 def curve_area(steps: Sequence[float], values: Sequence[float]) -> float:
