@@ -84,3 +84,51 @@ def test_a_matrix_of_recorded_specs_counts_parameters_as_their_records_did():
     for variant in experiment.config.variants:
         spec, _, counted = equiv.run_spec(experiment, records, variant.label)
         assert counted == equiv._parameters(spec, {spec.model_dump_json(): counted}) == build(spec).num_parameters()
+
+
+HELD = """
+name = "held"
+seeds = [0]
+shared = {d_model = 32, n_heads = 4, d_ff = 64, encoder_layers = 1, decoder_layers = 1, src_vocab = 16, tgt_vocab = 16}
+
+[[variants]]
+label = "learned-conv1d"
+base = "paper-base"
+set = {"positional.kind" = "learned", "ffn.kind" = "conv1d"}
+[[variants]]
+label = "plain"
+base = "paper-base"
+[[variants]]
+label = "learned"
+base = "paper-base"
+set = {"positional.kind" = "learned"}
+[[variants]]
+label = "pre-norm"
+base = "paper-base"
+set = {"residual.kind" = "pre-norm"}
+
+[[tasks]]
+name = "copy"
+options = {symbols = 8, min_len = 2, max_len = 4}
+
+[train]
+steps = 10
+"""
+
+
+def test_a_column_built_once_checks_every_row_as_a_fresh_build_would(tmp_path, monkeypatch):
+    """Each column's model is built once and put back as built before every row: a row whose A lacks some of B's
+    weights (plain has no learned positions) must find them at their seeded initialisation, not at the weights
+    the row before copied in (learned-conv1d's). The same verdicts, to the last digit, as building B per pair."""
+    from zoo.report import equiv
+
+    path = tmp_path / "held.toml"
+    path.write_text(HELD)
+    experiment = load_experiment(path)
+    records = load_records(experiment, tmp_path / "records")
+    held = equivalence_matrix(experiment, records)
+    monkeypatch.setattr(equiv, "TARGET_BYTES", 0)  # nothing held: every pair builds its B
+    built = equivalence_matrix(experiment, records)
+    assert held.verdicts == built.verdicts
+    assert held.verdicts[("plain", "learned")].missing  # the case under test: B's positions have no source
+    assert held.verdicts[("learned-conv1d", "learned")].equivalent

@@ -51,16 +51,19 @@ class TransplantReport:
     dropped: list[str] = field(default_factory=list)  # in the source, no counterpart in the target
 
 
-def transplant(model: nn.Module, spec: ModelSpec | str | Path, *, strict: bool = True) -> nn.Module:
+def transplant(model: nn.Module, spec: ModelSpec | str | Path, *, strict: bool = True,
+               target: nn.Module | None = None) -> nn.Module:
     """Build `spec` and copy `model`'s weights into it, layout differences mapped through canonical names.
 
     Raises NotTransplantable naming the parameters without a counterpart (with `strict=False`, target
     weights without a source keep their seeded initialisation and the report lists them), and always
     when a weight shared in the target holds different values in the source, or shapes differ.
-    The returned model carries the report as `.transplant_report`.
+    The returned model carries the report as `.transplant_report`. `target`: `spec` already built with
+    `model`'s seed and untouched since (an equivalence matrix builds each column once), to copy into.
     """
     spec = spec if isinstance(spec, ModelSpec) else load_spec(spec)
-    target = build(spec, seed=getattr(model, "seed", 0))
+    if target is None:
+        target = build(spec, seed=getattr(model, "seed", 0))
     source_state, target_state = canonical_state(model), canonical_state(target)
     report = TransplantReport(
         missing=[n for n in target_state if n not in source_state],
@@ -161,12 +164,14 @@ def reference(spec_a: ModelSpec, seed: int = 0, batches: int = 3) -> Reference:
 
 
 def equivalence(spec_a: ModelSpec | str | Path, spec_b: ModelSpec | str | Path, seed: int = 0, *,
-                batches: int = 3, tolerance: float = 1e-5, side_a: Reference | None = None) -> Verdict:
+                batches: int = 3, tolerance: float = 1e-5, side_a: Reference | None = None,
+                side_b: nn.Module | None = None) -> Verdict:
     """Build A (seed, then generic weights), transplant into B, compare log-probabilities in eval mode.
 
     Compared on random right-padded batches with no fully padded row, at every non-padding target
     position, in float32. Equivalent when the largest absolute difference is at most `tolerance`.
-    `side_a`: A already built for this spec and seed (`reference`), to compare with many B.
+    `side_a`: A already built for this spec and seed (`reference`), to compare with many B; `side_b`: B built
+    with the seed and untouched since, to transplant into (it gets A's weights).
     """
     spec_a = spec_a if isinstance(spec_a, ModelSpec) else load_spec(spec_a)
     spec_b = spec_b if isinstance(spec_b, ModelSpec) else load_spec(spec_b)
@@ -177,7 +182,7 @@ def equivalence(spec_a: ModelSpec | str | Path, spec_b: ModelSpec | str | Path, 
                            tolerance)
     side_a = side_a or reference(spec_a, seed, batches)
     try:
-        model_b = transplant(side_a.model, spec_b, strict=False)
+        model_b = transplant(side_a.model, spec_b, strict=False, target=side_b)
     except NotTransplantable as err:
         return Verdict(False, math.inf, f"not transplantable: {err}", tolerance)
     report = model_b.transplant_report

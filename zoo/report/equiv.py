@@ -38,6 +38,7 @@ from zoo.spec import ModelSpec, validate_spec
 # experiment of 14 variants has up to 182 ordered pairs (at d_model 256 it took about 3 s a pair).
 MAX_PARAMETERS = 2_000_000
 SHRUNK_VOCAB = 1000
+TARGET_BYTES = 64 << 20  # columns held built at once (the ablations' 13 specs take 24 MiB with their copies)
 
 
 @dataclass
@@ -168,6 +169,7 @@ def _matrix(experiment: Experiment, records: Records, seed: int) -> Matrix:
     matrix = Matrix(labels, {}, {label: source for label, (_, source, _) in specs.items()}, training=training)
     recorded = {spec.model_dump_json(): counted for spec, _, counted in specs.values() if counted}
     checked, noted = [], {}  # note -> the unordered pairs it applies to
+    targets = _Targets(seed)
     for a in labels:
         # side A per (paired) spec: each variant is built once, not once per pair, and only its own row's are
         # held (each keeps its model and log-probabilities over a 4000-way vocabulary: 14 held at once were
@@ -184,10 +186,33 @@ def _matrix(experiment: Experiment, records: Records, seed: int) -> Matrix:
             key = spec_a.model_dump_json()
             if key not in sides:
                 sides[key] = reference(spec_a, seed)
-            matrix.verdicts[(a, b)] = equivalence(spec_a, spec_b, seed=seed, side_a=sides[key])
+            matrix.verdicts[(a, b)] = equivalence(spec_a, spec_b, seed=seed, side_a=sides[key],
+                                                  side_b=targets.fresh(spec_b))
     for note, pairs in noted.items():
         matrix.notes.append(f"every pair checked: {note}" if pairs == checked else f"{', '.join(pairs)}: {note}")
     return matrix
+
+
+class _Targets:
+    """Side B of the matrix's checks: each column's model as `build(spec, seed)` makes it, built once and put
+    back to that state for every row (building it was half of the matrix's time), while the columns held stay
+    under TARGET_BYTES; past that, built anew for each pair."""
+
+    def __init__(self, seed: int):
+        self.seed, self.held, self.bytes = seed, {}, 0
+
+    def fresh(self, spec: ModelSpec) -> torch.nn.Module:
+        key = spec.model_dump_json()
+        if key in self.held:
+            model, state = self.held[key]
+            model.load_state_dict(state)  # every parameter and buffer as built: A's weights of the last row go
+            return model
+        model = build(spec, seed=self.seed)
+        state = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+        size = 2 * sum(tensor.numel() * tensor.element_size() for tensor in state.values())  # the model and its copy
+        if self.bytes + size <= TARGET_BYTES:
+            self.held[key], self.bytes = (model, state), self.bytes + size
+        return model
 
 
 def matrix_markdown(matrix: Matrix) -> str:
