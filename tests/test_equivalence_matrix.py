@@ -12,11 +12,32 @@ from zoo.experiment import load_experiment
 from zoo.report.collect import load_records
 from zoo.report.equiv import equivalence_matrix, matrix_markdown
 
-EXPERIMENT = """
-name = "matrix"
-seeds = [0]
-shared = {d_model = 32, n_heads = 4, d_ff = 64, encoder_layers = 1, decoder_layers = 1, src_vocab = 16, tgt_vocab = 16}
 
+def experiment_text(name: str, variants: str) -> str:
+    """A one-task, one-seed experiment of small models whose only content is its variants."""
+    return f"""
+name = "{name}"
+seeds = [0]
+
+[shared]
+d_model = 32
+n_heads = 4
+d_ff = 64
+encoder_layers = 1
+decoder_layers = 1
+src_vocab = 16
+tgt_vocab = 16
+{variants}
+[[tasks]]
+name = "copy"
+options = {{symbols = 8, min_len = 2, max_len = 4}}
+
+[train]
+steps = 10
+"""
+
+
+EXPERIMENT = experiment_text("matrix", """
 [[variants]]
 label = "plain"
 base = "writeup-000"
@@ -32,14 +53,7 @@ set = {"residual.dropout_on" = ["self_attn", "cross_attn", "ffn"]}
 label = "shared-prototypes"
 base = "writeup-000"
 set = {"init.shared_prototypes" = true}
-
-[[tasks]]
-name = "copy"
-options = {symbols = 8, min_len = 2, max_len = 4}
-
-[train]
-steps = 10
-"""
+""")
 
 
 @pytest.fixture(scope="module")
@@ -86,11 +100,7 @@ def test_a_matrix_of_recorded_specs_counts_parameters_as_their_records_did():
         assert counted == equiv._parameters(spec, {spec.model_dump_json(): counted}) == build(spec).num_parameters()
 
 
-HELD = """
-name = "held"
-seeds = [0]
-shared = {d_model = 32, n_heads = 4, d_ff = 64, encoder_layers = 1, decoder_layers = 1, src_vocab = 16, tgt_vocab = 16}
-
+HELD = experiment_text("held", """
 [[variants]]
 label = "learned-conv1d"
 base = "paper-base"
@@ -106,14 +116,7 @@ set = {"positional.kind" = "learned"}
 label = "pre-norm"
 base = "paper-base"
 set = {"residual.kind" = "pre-norm"}
-
-[[tasks]]
-name = "copy"
-options = {symbols = 8, min_len = 2, max_len = 4}
-
-[train]
-steps = 10
-"""
+""")
 
 
 def test_a_column_built_once_checks_every_row_as_a_fresh_build_would(tmp_path, monkeypatch):
