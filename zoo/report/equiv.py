@@ -38,7 +38,10 @@ from zoo.spec import ModelSpec, validate_spec
 # experiment of 14 variants has up to 182 ordered pairs (at d_model 256 it took about 3 s a pair).
 MAX_PARAMETERS = 2_000_000
 SHRUNK_VOCAB = 1000
-TARGET_BYTES = 64 << 20  # columns held built at once (the ablations' 13 specs take 24 MiB with their copies)
+# Columns held built at once: a model of the studies' size takes 1.5-3.5 MiB of memory held (its modules more than
+# its weights), so a block of 8 is about 30 MiB; and never more weights than TARGET_BYTES (shrunk models reach 8 MB)
+HELD_COLUMNS = 8
+TARGET_BYTES = 64 << 20
 
 
 @dataclass
@@ -168,35 +171,41 @@ def _matrix(experiment: Experiment, records: Records, seed: int) -> Matrix:
     training = {v.label: {**dict(v.train), **training_fields(specs[v.label][0])} for v in experiment.config.variants}
     matrix = Matrix(labels, {}, {label: source for label, (_, source, _) in specs.items()}, training=training)
     recorded = {spec.model_dump_json(): counted for spec, _, counted in specs.values() if counted}
-    checked, noted = [], {}  # note -> the unordered pairs it applies to
-    targets = _Targets(seed)
-    for a in labels:
-        # side A per (paired) spec: each variant is built once, not once per pair, and only its own row's are
-        # held (each keeps its model and log-probabilities over a 4000-way vocabulary: 14 held at once were
-        # 100 MB of the ablations report's peak)
-        sides: dict[str, Reference] = {}
-        for b in labels:
-            if a == b:
-                continue
-            spec_a, spec_b, note = _pair(specs[a][0], specs[b][0], recorded)
-            if labels.index(a) < labels.index(b):
-                checked.append(f"{a} vs {b}")
-                if note:
-                    noted.setdefault(note, []).append(f"{a} vs {b}")
-            key = spec_a.model_dump_json()
-            if key not in sides:
-                sides[key] = reference(spec_a, seed)
-            matrix.verdicts[(a, b)] = equivalence(spec_a, spec_b, seed=seed, side_a=sides[key],
-                                                  side_b=targets.fresh(spec_b))
-    for note, pairs in noted.items():
-        matrix.notes.append(f"every pair checked: {note}" if pairs == checked else f"{', '.join(pairs)}: {note}")
+    pairs = {(a, b): _pair(specs[a][0], specs[b][0], recorded) for a in labels for b in labels if a != b}
+    checked = [f"{a} vs {b}" for i, a in enumerate(labels) for b in labels[i + 1:]]
+    noted = {}  # note -> the unordered pairs it applies to
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            if pairs[(a, b)][2]:
+                noted.setdefault(pairs[(a, b)][2], []).append(f"{a} vs {b}")
+    verdicts = {}
+    for start in range(0, len(labels), HELD_COLUMNS):
+        # a block of columns, each B built once and put back as built for every row (building B for every pair was
+        # half of the matrix's time), and each row's A built once per block; only one row's A is held (each keeps
+        # its model and log-probabilities over a 4000-way vocabulary: 14 held at once were 100 MB of the ablations
+        # report's peak), and one block's Bs
+        columns, targets = labels[start:start + HELD_COLUMNS], _Targets(seed)
+        for a in labels:
+            sides: dict[str, Reference] = {}  # side A per (paired) spec
+            for b in columns:
+                if a == b:
+                    continue
+                spec_a, spec_b, _ = pairs[(a, b)]
+                key = spec_a.model_dump_json()
+                if key not in sides:
+                    sides[key] = reference(spec_a, seed)
+                verdicts[(a, b)] = equivalence(spec_a, spec_b, seed=seed, side_a=sides[key],
+                                               side_b=targets.fresh(spec_b))
+    matrix.verdicts = {pair: verdicts[pair] for pair in pairs}  # row by row, as the table reads
+    for note, listed in noted.items():
+        matrix.notes.append(f"every pair checked: {note}" if listed == checked else f"{', '.join(listed)}: {note}")
     return matrix
 
 
 class _Targets:
-    """Side B of the matrix's checks: each column's model as `build(spec, seed)` makes it, built once and put
-    back to that state for every row (building it was half of the matrix's time), while the columns held stay
-    under TARGET_BYTES; past that, built anew for each pair."""
+    """Side B of a block of the matrix's checks: each column's model as `build(spec, seed)` makes it, built once
+    and put back to that state for every row, while the weights held (with their copies) stay under TARGET_BYTES;
+    past that, built anew for each pair."""
 
     def __init__(self, seed: int):
         self.seed, self.held, self.bytes = seed, {}, 0
