@@ -156,6 +156,7 @@ def effects(experiment: Experiment, analysis: TaskAnalysis, path: Path) -> Path:
     metric = analysis.primary
     left.set(xlabel=f"Δ test {label(metric)} vs {experiment.config.baseline_label} ({unit(metric)}){band}",
              title="quality of the runs that trained\n(95% CI; hollow: no verdict)")
+    right.set_xlim(-105, 105)  # the whole range a difference of shares can take: no difference reads as none
     right.set(xlabel=f"Δ share of unstable runs vs {experiment.config.baseline_label} (points)",
               title="instability: stalled + diverged\n(the tests and their intervals: the outcomes table)")
     for ax in (left, right):
