@@ -246,7 +246,7 @@ def time_to_threshold(steps: Sequence[float], reached: Sequence[bool], alpha: fl
 def logrank(baseline_steps: Sequence[float], baseline_reached: Sequence[bool], variant_steps: Sequence[float],
             variant_reached: Sequence[bool]) -> float:
     """p-value of the log-rank test that the two variants reach the threshold equally fast (scipy's: the same
-    p-values as lifelines' logrank_test, at a thirtieth of its cost, which was a tenth of a report's analysis).
+    p-values as lifelines' logrank_test, at a thirtieth of its cost: 0.4 s of the ablations report's analysis).
     Where the statistic has no variance the runs cannot tell the arms apart (none reaches the threshold, or every
     run of both reaches it at one step: the same curve twice), and p = 1, as lifelines gives."""
     if not (len(baseline_steps) and len(variant_steps)):
