@@ -30,6 +30,34 @@ def test_expressible_spec_gets_ratios_measured_on_the_cpu_by_default():
     assert all(results[key] > 0 for key in RATIOS)
 
 
+def test_each_paths_flop_utilisation_counts_the_reference_steps_model_flops_at_its_own_rate():
+    results = run(BenchConfig(**TINY), report=lambda _: None)
+    for precision in ("fp32", "bf16"):
+        peak = results[f"matmul_{precision}_peak_flop_s"]
+        for name, suffix in (("zoo", ""), ("fast", "_fast")):
+            achieved = results["train_flops_per_token"] * results[f"train_{precision}_{name}_tok_s"]
+            assert results[f"train_{precision}{suffix}_achieved_flop_s"] == pytest.approx(achieved)
+            assert results[f"train_{precision}{suffix}_peak_fraction"] == pytest.approx(achieved / peak)
+
+
+def test_batch_and_length_set_the_training_batches_target_tokens():
+    """The bench draws lengths uniformly within half the mean either way, targets 10% longer than sources
+    (int(length * 1.1)), and predicts all but the first target token: the expected count per batch follows."""
+    for batch, length in ((8, 24), (40, 10), (40, 4)):
+        results = run(BenchConfig(**TINY | {"batch": batch, "length": length}), report=lambda _: None)
+        target = int(length * 1.1)
+        expected = batch * (target - 1)  # the mean of the uniform lengths target // 2 .. target + target // 2
+        assert results["batch"] == batch and results["length"] == length
+        assert abs(results["batch_target_tokens"] - expected) < 0.25 * expected
+
+
+@pytest.mark.parametrize("option, value", [("--batch", "0"), ("--length", "3")])
+def test_a_batch_without_sentences_or_targets_is_refused_before_measuring(option, value, capsys):
+    code = main(["bench", option, value])
+    err = capsys.readouterr().err
+    assert code == 2 and option in err and "Traceback" not in err
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA GPU is there")
 def test_cuda_asked_for_without_one_is_a_one_line_user_error(capsys):
     code = main(["bench", "--device", "cuda"])

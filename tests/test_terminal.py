@@ -145,15 +145,18 @@ def test_the_experiment_commands_tables_are_readable_at_80_columns(recorded, cap
 def test_the_benchmark_and_training_tables_are_readable_at_80_columns(recorded, capsys):
     from zoo import cli_train
 
-    results = {"device": "cpu", "threads": 16, "decode_cached_tok_s": 12345.6, "decode_uncached_tok_s": 2345.6,
+    results = {"device": "cpu", "threads": 16, "batch_target_tokens": 24881.8,
+               "decode_cached_tok_s": 12345.6, "decode_uncached_tok_s": 2345.6,
                "decode_cache_ratio": 5.26, "processes": [{"processes": 4, "aggregate_tok_s": 123456.0,
                                                           "per_process_median_tok_s": 30864.0, "scaling": 3.91}]}
     for precision in ("fp32", "bf16"):
         results |= {f"train_{precision}_{key}": value for key, value in (
             ("zoo_tok_s", 123456.7), ("fast_tok_s", 234567.8), ("torch_tok_s", 111111.1), ("ratio", 1.11),
-            ("fast_ratio", 1.9), ("fast_torch_ratio", 2.11), ("achieved_flop_s", 1.23e12), ("peak_fraction", 0.42))}
+            ("fast_ratio", 1.9), ("fast_torch_ratio", 2.11), ("achieved_flop_s", 1.23e12), ("peak_fraction", 0.42),
+            ("fast_achieved_flop_s", 2.34e12), ("fast_peak_fraction", 0.81))}
         results[f"matmul_{precision}_peak_flop_s"] = 2.9e12
-    args = Namespace(spec="paper-base", d_model=512, layers=6, vocab=32000, process_steps=20, process_path="fast")
+    args = Namespace(spec="paper-base", d_model=512, layers=6, vocab=32000, batch=1000, process_steps=20,
+                     process_path="fast")
     for table in (cli_train._bench_table(args, results), cli_train._processes_table(args, results),
                   cli_train._metrics_table("runs/x: complete after 4,000 steps", {"test_exact_match": 99.5})):
         cli_train.console.print(table)

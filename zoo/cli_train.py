@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
 
+from zoo.bench import MIN_LENGTH as MIN_BENCH_LENGTH
 from zoo.config_io import parse_assignments
 from zoo.data import TaskConfig, check_files, load_task
 from zoo.data.corpus import decode_utf8
@@ -126,8 +127,9 @@ def _progress(line: str) -> None:
 
 def _bench_table(args: argparse.Namespace, results: dict) -> Table:
     table = Table(title=f"zoo bench: {args.spec} at d_model {args.d_model}, {args.layers}+{args.layers} layers, "
-                  f"vocab {args.vocab}, on {results['device']} with {results['threads']} CPU threads "
-                  "(medians of interleaved rounds)", title_justify="left")
+                  f"vocab {args.vocab}, batches of {args.batch} sentences (about "
+                  f"{results['batch_target_tokens']:,.0f} target tokens), on {results['device']} with "
+                  f"{results['threads']} CPU threads (medians of interleaved rounds)", title_justify="left")
     for column in ("measure", "zoo", "reference", "ratio"):
         table.add_column(column, justify="left" if column == "measure" else "right")
     reference = "no_reference" not in results
@@ -147,10 +149,13 @@ def _bench_table(args: argparse.Namespace, results: dict) -> Table:
     table.add_row("greedy decoding tokens/s, 64 tokens (KV cache vs none)", f"{results['decode_cached_tok_s']:,.0f}",
                   f"{results['decode_uncached_tok_s']:,.0f}", f"{results['decode_cache_ratio']:.2f}x")
     for precision in ("fp32", "bf16"):
-        table.add_row(f"training FLOP/s, {precision} (vs measured {precision} matmul peak)",
-                      f"{results[f'train_{precision}_achieved_flop_s'] / 1e9:,.1f} G",
-                      f"{results[f'matmul_{precision}_peak_flop_s'] / 1e9:,.1f} G",
-                      f"{results[f'train_{precision}_peak_fraction']:.0%}")
+        for path, suffix in (("", ""), ("  fast path", "_fast"), ("  fast path in CUDA graphs", "_graphed")):
+            if f"train_{precision}{suffix}_peak_fraction" not in results:
+                continue
+            table.add_row(f"{path or 'training FLOP/s'}, {precision} (vs measured {precision} matmul peak)",
+                          f"{results[f'train_{precision}{suffix}_achieved_flop_s'] / 1e9:,.1f} G",
+                          f"{results[f'matmul_{precision}_peak_flop_s'] / 1e9:,.1f} G",
+                          f"{results[f'train_{precision}{suffix}_peak_fraction']:.0%}")
     return table
 
 
@@ -173,12 +178,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
     counts = _process_counts(args.processes) if args.processes is not None else None
     if args.process_steps < 1:
         raise ZooError(f"--process-steps: {args.process_steps} is not allowed; expected a number of steps >= 1")
+    for option, value, least in (("--batch", args.batch, 1), ("--length", args.length, MIN_BENCH_LENGTH)):
+        if value < least:
+            raise ZooError(f"{option}: {value} is not allowed; expected a whole number >= {least}")
     if args.process_path == "graphed" and args.device != "cuda":
         raise ZooError("--process-path: 'graphed' replays CUDA graphs, so it needs --device cuda; allowed here: "
                        "reference, fast")
     config = BenchConfig(spec=args.spec, d_model=args.d_model, n_heads=args.n_heads, d_ff=args.d_ff,
-                         layers=args.layers, vocab=args.vocab, rounds=args.rounds, device=args.device,
-                         process_path=args.process_path)
+                         layers=args.layers, vocab=args.vocab, batch=args.batch, length=args.length,
+                         rounds=args.rounds, device=args.device, process_path=args.process_path)
     results = run(config, report=_progress)
     if counts is not None:
         results["processes"] = runs_per_device(config, counts, args.process_steps, report=_progress)
@@ -243,6 +251,12 @@ def add_commands(sub) -> None:
     p.add_argument("--d-ff", type=int, default=1024)
     p.add_argument("--layers", type=int, default=3, help="encoder and decoder layers each")
     p.add_argument("--vocab", type=int, default=8000)
+    p.add_argument("--batch", type=int, default=64,
+                   help="sentences per training batch (default 64: about 1,500 target tokens at --length 24); "
+                        "the paper's 25,000-token batches are about --batch 1000")
+    p.add_argument("--length", type=int, default=24,
+                   help=f"mean source sentence length in tokens, at least {MIN_BENCH_LENGTH} (default 24; lengths "
+                        "vary by half of it either way, targets are 10%% longer)")
     p.add_argument("--rounds", type=int, default=7, help="interleaved rounds per comparison")
     p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu",
                    help="where to measure (default cpu; auto = cuda if PyTorch sees a GPU)")
