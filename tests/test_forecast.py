@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from zoo import cli_experiment
-from zoo.cli_experiment import _dry_run_summary, _progress
+from zoo.cli_experiment import Left, _dry_run_summary, _progress
 from zoo.experiment import forecast as forecasts
 from zoo.experiment import load_experiment, store
 from zoo.experiment.forecast import forecast
@@ -32,7 +32,7 @@ def test_a_grid_never_run_has_every_cell_new_and_no_rate(tmp_path):
     experiment = load_experiment(write(tmp_path, SMOKE))
     [row] = forecast(experiment, cells(experiment, tmp_path / "runs", tmp_path / "out" / "records"))
     assert (row.task, row.cells, row.recorded, row.new, row.stale, row.copied) == ("copy", 4, 0, 4, 0, 0)
-    assert row.steps == 4 * 40 and row.seconds_per_step is None and row.core_seconds is None
+    assert row.steps == 4 * 40 and row.seconds_per_step is None and row.run_seconds is None
 
 
 @pytest.mark.slow
@@ -46,12 +46,12 @@ def test_the_estimate_counts_stale_and_new_cells_at_the_recorded_seconds_per_ste
     [row] = forecast(changed, cells(changed, tmp_path / "runs", records))
     assert (row.cells, row.recorded, row.stale, row.new) == (6, 0, 4, 2)
     assert row.seconds_per_step == pytest.approx((rates[1] + rates[2]) / 2)  # the median of the 4 records
-    assert row.core_seconds == pytest.approx(row.seconds_per_step * 6 * 60)
+    assert row.run_seconds == pytest.approx(row.seconds_per_step * 6 * 60)
     # a second experiment that can copy them: nothing of the old definition is left to run
     same = load_experiment(write(tmp_path, SMOKE.replace('name = "smoke"', 'name = "other"')))
     grid = reusable(same, cells(same, tmp_path / "runs-other", tmp_path / "other" / "records"), [tmp_path / "out"])
     [row] = forecast(same, grid, [tmp_path / "out"])
-    assert (row.copied, row.new, row.core_seconds) == (4, 0, 0.0)
+    assert (row.copied, row.new, row.run_seconds) == (4, 0, 0.0)
     if torch.cuda.is_available():
         return
     # records trained on a GPU give no rate for runs that will train on this CPU
@@ -60,7 +60,7 @@ def test_the_estimate_counts_stale_and_new_cells_at_the_recorded_seconds_per_ste
         record["summary"]["device"] = "cuda (NVIDIA H200)"
         path.write_text(json.dumps(record))
     [row] = forecast(changed, cells(changed, tmp_path / "runs", records))
-    assert row.seconds_per_step is None and row.core_seconds is None
+    assert row.seconds_per_step is None and row.run_seconds is None
 
 
 def test_dry_run_writes_nothing_and_prints_the_table(tmp_path):
@@ -75,9 +75,35 @@ def test_dry_run_writes_nothing_and_prints_the_table(tmp_path):
 
 
 def test_a_finished_grid_says_nothing_is_left_not_zero_hours():
-    summary = _dry_run_summary(0.0, [], 2, to_run=0)
+    summary = _dry_run_summary(Left(), [], 2, to_run=0)
     assert summary.startswith("nothing left to train") and "0.0" not in summary
-    assert _dry_run_summary(7200.0, [], 2, to_run=3).startswith("about 2.0 core-hours of training left")
+    row = forecasts.TaskForecast("copy", new=3, steps=3 * 1200, seconds_per_step=2.0, threads=1)
+    left = Left()
+    left.add(row, workers=2, cores=2)
+    assert _dry_run_summary(left, [], 2, to_run=3).startswith(
+        "about 2.0 hours of training left, one run after another (2.0 CPU core-hours); with 2 workers about 1.0 hours")
+
+
+@pytest.mark.parametrize("device, threads, workers, cores, wall, core, gpu", [
+    ("cpu", 1, 2, 2, 5.0, 10.0, 0.0),  # the ablations: two 1-thread runs at once on 2 cores
+    ("cpu", 2, 1, 2, 10.0, 20.0, 0.0),  # the scale study: one 2-thread run at a time
+    ("cpu", 2, 2, 2, 10.0, 20.0, 0.0),  # a second worker only shares the same 2 cores
+    ("cpu", 2, 4, 8, 2.5, 20.0, 0.0),  # four 2-thread runs fit on 8 cores
+    ("cpu", None, 2, 8, 5.0, 40.0, 0.0),  # no threads set: each of 2 workers' runs gets 4 of the 8 cores
+    ("cuda", None, 4, 2, 2.5, 0.0, 10.0),  # runs share the GPU: the CPU's cores do not bound them
+])
+def test_hours_left_count_the_cores_each_run_keeps_busy(device, threads, workers, cores, wall, core, gpu):
+    """10 hours of runs, one after another: what the workers make of them, and what they cost in core-hours."""
+    row = forecasts.TaskForecast("t", new=10, steps=10 * 3600, seconds_per_step=1.0, device=device, threads=threads)
+    left = Left()
+    left.add(row, workers, cores)
+    assert (left.run / 3600, left.wall / 3600, left.core / 3600, left.gpu / 3600) == (10.0, wall, core, gpu)
+
+
+def test_the_forecast_reads_the_threads_and_device_the_runs_are_defined_with(tmp_path):
+    experiment = load_experiment(write(tmp_path, SMOKE.replace("threads = 1", "threads = 3")))
+    [row] = forecast(experiment, cells(experiment, tmp_path / "runs", tmp_path / "out" / "records"))
+    assert (row.threads, row.device) == (3, "cpu")
 
 
 def test_a_grid_declared_for_a_gpu_is_forecast_on_a_machine_without_one(tmp_path):

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -89,21 +91,43 @@ def _dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: 
         rows = [row for row in forecast(experiment, grid, reuse, progress) if row.cells]  # a --tasks part: its own
     table = Table(title=f"zoo run {experiment.name} --dry-run: nothing is trained, moved or written",
                   title_justify="left")
-    for column in ("task", "cells", "recorded", "copied", "stale", "new", "s/step", "core-hours left"):
+    for column in ("task", "cells", "recorded", "copied", "stale", "new", "s/step", "run-hours left"):
         table.add_column(column, justify="left" if column == "task" else "right")
-    total, unknown = 0.0, []
+    left, unknown = Left(), []
+    workers, cores = max(1, args.workers or 1), os.cpu_count() or 1
     for row in rows:
-        hours = row.core_seconds
-        if hours is None or row.unbounded:
+        known = row.run_seconds is not None and not row.unbounded
+        if known:
+            left.add(row, workers, cores)
+        else:
             unknown.append(row.task)
-        total += hours or 0.0
         table.add_row(row.task, str(row.cells), str(row.recorded), str(row.copied), str(row.stale), str(row.new),
                       "—" if row.seconds_per_step is None else f"{row.seconds_per_step:.3f}",
-                      "unknown" if hours is None or row.unbounded else f"{hours / 3600:.1f}")
+                      f"{row.run_seconds / 3600:.1f}" if known else "unknown")
     console.print(table)
     to_run = sum(row.to_run for row in rows)
-    console.print(_dry_run_summary(total, unknown, max(1, args.workers or 1), to_run), soft_wrap=True)
+    console.print(_dry_run_summary(left, unknown, workers, to_run), soft_wrap=True)
     return 0
+
+
+@dataclass
+class Left:
+    """The training left in the tasks whose time is known: one run after another (run), in CPU core-time (each
+    CPU run's threads, or the cores its worker gets where it sets none) and on a GPU, and with the workers
+    running at once (wall)."""
+
+    run: float = 0.0
+    core: float = 0.0
+    gpu: float = 0.0
+    wall: float = 0.0
+
+    def add(self, row, workers: int, cores: int) -> None:
+        self.run += row.run_seconds
+        self.wall += row.wall_seconds(workers, cores)
+        if row.device == "cpu":
+            self.core += row.run_seconds * (row.threads or max(1, cores // workers))
+        else:
+            self.gpu += row.run_seconds
 
 
 @contextlib.contextmanager
@@ -130,24 +154,26 @@ def _progress(description: str, after: float = 2.0) -> Iterator[Callable[[int, i
         bar.stop()
 
 
-def _dry_run_summary(core_seconds: float, unknown: list[str], workers: int, to_run: int) -> str:
+def _dry_run_summary(left: Left, unknown: list[str], workers: int, to_run: int) -> str:
     """The line under the dry-run table: the training time left, what of it cannot be forecast and why, and
     what the columns mean. Where all the training left is in tasks with no rate, its time is unknown, and where
-    no cell is left to run, nothing is left: neither is "about 0.0 core-hours"."""
+    no cell is left to run, nothing is left: neither is "about 0.0 hours"."""
     why = ("no complete record of the same task and data, trained on the kind of device these runs get here, "
            "gives a rate, or the budget is not in steps")
-    hours = core_seconds / 3600
     if not to_run:
-        left = "nothing left to train: every cell has a record or gets a copy"
-    elif unknown and not core_seconds:
-        left = f"training time left unknown for {', '.join(unknown)} ({why})"
+        text = "nothing left to train: every cell has a record or gets a copy"
+    elif unknown and not left.run:
+        text = f"training time left unknown for {', '.join(unknown)} ({why})"
     else:
-        left = (f"about {hours:.1f} core-hours of training left"
+        spent = [f"{hours:.1f} {unit}" for hours, unit in ((left.core / 3600, "CPU core-hours"),
+                                                           (left.gpu / 3600, "GPU run-hours")) if hours]
+        text = (f"about {left.run / 3600:.1f} hours of training left, one run after another ({', '.join(spent)})"
                 + (f" (and an unknown amount for {', '.join(unknown)}: {why})" if unknown else "")
-                + f"; with {workers} worker{'s' if workers > 1 else ''} about {hours / workers:.1f} hours")
-    return (f"{left}. stale: recorded or started under another definition, so run again. s/step: median seconds "
+                + f"; with {workers} worker{'s' if workers > 1 else ''} about {left.wall / 3600:.1f} hours")
+    return (f"{text}. stale: recorded or started under another definition, so run again. s/step: median seconds "
             "per training step of the task's complete records from this kind of device (CPU or GPU), measured "
-            "with as many runs sharing the machine as they had; evaluation is not counted.")
+            "with as many runs sharing the machine as they had; evaluation is not counted. CPU runs that set "
+            "their threads share the machine's cores: workers beyond cores / threads do not shorten the wall time.")
 
 
 # -- zoo floors ------------------------------------------------------------------------------------

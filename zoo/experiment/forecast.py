@@ -35,17 +35,30 @@ class TaskForecast:
     steps: int = 0  # optimizer steps of the cells to run (stale + new)
     unbounded: int = 0  # cells to run whose budget is not in steps (epochs or minutes)
     seconds_per_step: float | None = None  # median over the task's complete records; None without any
+    device: str = "cpu"  # where the cells to run would train here: cpu or cuda
+    threads: int | None = None  # the most CPU threads a cell to run sets (TrainConfig.threads); None: none sets them
 
     @property
     def to_run(self) -> int:
         return self.stale + self.new
 
     @property
-    def core_seconds(self) -> float | None:
-        """Training seconds of the cells to run, one core each; None when no record gives a rate."""
+    def run_seconds(self) -> float | None:
+        """Training seconds of the cells to run, one run after another, each as fast as the records' runs
+        were; None when no record gives a rate."""
         if not self.to_run:
             return 0.0
         return None if self.seconds_per_step is None else self.seconds_per_step * self.steps
+
+    def wall_seconds(self, workers: int, cores: int) -> float | None:
+        """run_seconds with `workers` runs at once on a machine of `cores` CPU cores. On the CPU, runs that set
+        their threads share the cores: two workers of 2-thread runs on 2 cores train one run's worth at a time
+        (runs that do not set them get cores // workers threads each: zoo.experiment.executors). On a GPU the
+        workers share the device, as measured by `zoo bench --processes`; the runs' own rate is the estimate."""
+        if self.run_seconds is None:
+            return None
+        at_once = workers if self.device != "cpu" or not self.threads else min(workers, max(1, cores // self.threads))
+        return self.run_seconds / at_once
 
 
 def _rates(paths: list[Path], progress: Callable[[int], object]) -> dict[tuple[str, str], list[float]]:
@@ -104,18 +117,28 @@ def forecast(experiment, grid: list[Cell], reuse_folders: list[Path] = (),
         row.new += state == "todo"
         if (cell.variant, cell.task) not in budgets:
             budgets[cell.variant, cell.task] = _budget(define(cell.variant, entry, cell.seed), rates)
-        steps, seconds_per_step = budgets[cell.variant, cell.task]
-        row.steps += steps or 0
-        row.unbounded += not steps
+        budget = budgets[cell.variant, cell.task]
+        row.steps += budget.steps or 0
+        row.unbounded += not budget.steps
+        row.device = budget.device
+        row.threads = max(row.threads or 0, budget.threads or 0) or None
         if row.seconds_per_step is None:
-            row.seconds_per_step = seconds_per_step
+            row.seconds_per_step = budget.seconds_per_step
     return list(out.values())
 
 
-def _budget(current: dict, rates: dict[tuple[str, str], list[float]]) -> tuple[int | None, float | None]:
-    """(steps, median seconds per step of the records that give a rate, or None) of a cell defined as `current`."""
+@dataclass(frozen=True)
+class _Budget:
+    steps: int | None
+    seconds_per_step: float | None  # the median of the records that give a rate, or None
+    device: str
+    threads: int | None
+
+
+def _budget(current: dict, rates: dict[tuple[str, str], list[float]]) -> _Budget:
+    """What a cell defined as `current` would cost to train here."""
     train = current["train"]
     # the device named, or where 'auto' puts the runs here: a dry-run forecasts even for a GPU it lacks
     device = select_device("auto").type if train["device"] == "auto" else train["device"]
     measured = rates.get((store.digest({"task": current["task"], "data": current["data"]}), device))
-    return train["steps"], statistics.median(measured) if measured else None
+    return _Budget(train["steps"], statistics.median(measured) if measured else None, device, train.get("threads"))
