@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from zoo.bench import BenchConfig, run, runs_per_device
+from zoo.bench import BenchConfig, make_batch, run, runs_per_device
 from zoo.cli import main
 
 TINY = {"d_model": 16, "n_heads": 2, "d_ff": 32, "layers": 1, "vocab": 50, "rounds": 1, "steps_per_round": 1,
@@ -49,6 +49,14 @@ def test_batch_and_length_set_the_training_batches_target_tokens():
         expected = batch * (target - 1)  # the mean of the uniform lengths target // 2 .. target + target // 2
         assert results["batch"] == batch and results["length"] == length
         assert abs(results["batch_target_tokens"] - expected) < 0.25 * expected
+
+
+def test_batch_1000_is_the_papers_25000_target_tokens_as_the_help_and_docs_say():
+    generator = torch.Generator().manual_seed(0)
+    tokens = [make_batch(BenchConfig(batch=1000), generator, 0, torch.device("cpu")).tokens for _ in range(4)]
+    assert sum(tokens) / 4 == pytest.approx(25_000, rel=0.02)
+    default = [make_batch(BenchConfig(), generator, 0, torch.device("cpu")).tokens for _ in range(4)]
+    assert sum(default) / 4 == pytest.approx(1_500, rel=0.1)  # "about 1,500" at the defaults
 
 
 @pytest.mark.parametrize("option, value", [("--batch", "0"), ("--length", "3")])
