@@ -22,6 +22,7 @@ from zoo.experiment.executors import (
     create,
     register_executor,
 )
+from zoo.experiment.grid import cells
 from zoo.experiment.runner import run_grid
 
 SMOKE = Path(__file__).resolve().parent.parent / "experiments" / "smoke.toml"
@@ -181,3 +182,24 @@ def test_a_log_shows_cells_of_another_definition_as_stale_until_they_run_again(t
     for cell in ("post-norm/copy/seed-0", "pre-norm/copy/seed-0", "post-norm/copy/seed-1", "pre-norm/copy/seed-1"):
         assert sum(re.fullmatch(rf"{cell}: complete( after \d+ s)?", line) is not None for line in stamped) == 1
         assert records.read(tmp_path / "records" / f"{cell}.json").definition["train"]["steps"] == 30
+
+
+@pytest.mark.parametrize("workers, threads, cores, warned", [
+    (2, 2, 2, True),  # the scale study's 2-thread runs, two at once on the 2-core machine
+    (1, 2, 2, False),  # one at a time: as declared
+    (2, 1, 2, False),  # the ablations: 1-thread runs, two at once
+    (2, 2, 4, False),
+    (4, 2, 4, True),
+    (2, None, 2, False),  # threads not set: the local executor gives each worker cores // workers
+])
+def test_workers_whose_runs_want_more_threads_than_cores_are_warned(tmp_path, workers, threads, cores, warned):
+    text = SMOKE.read_text().replace("threads = 1", "" if threads is None else f"threads = {threads}")
+    (tmp_path / "smoke.toml").write_text(text)
+    experiment = load_experiment(tmp_path / "smoke.toml")
+
+    grid = cells(experiment, tmp_path / "runs", tmp_path / "records")
+    message = Local(Local.Options(workers=workers)).oversubscribed(experiment, grid, cores=cores)
+    assert (message is not None) == warned
+    if warned:
+        fit = max(1, cores // threads)
+        assert f"want {workers * threads} CPU threads on {cores} cores" in message and f"--workers {fit}" in message

@@ -233,6 +233,20 @@ class Local(Executor):
     def concurrent(self) -> int:
         return self.options.workers
 
+    def oversubscribed(self, experiment, grid: list[Cell], cores: int | None = None) -> str | None:
+        """A warning where the workers' runs set more CPU threads (TrainConfig.threads) in all than the machine
+        has cores: the runs then share the cores, and the grid is no faster than with fewer workers."""
+        cores = cores or os.cpu_count() or 1
+        tasks = {entry.key: entry for entry in experiment.config.tasks}
+        threads = max((experiment.train_config(tasks[cell.task], cell.seed, cell.variant).threads or 0
+                       for cell in {(cell.variant, cell.task): cell for cell in grid}.values()), default=0)
+        at_once = min(self.options.workers, len(grid))
+        if at_once < 2 or not threads or at_once * threads <= cores:
+            return None
+        return (f"{at_once} workers of runs with {threads} threads each want {at_once * threads} CPU threads on "
+                f"{cores} cores: the runs share the cores, so --workers {max(1, cores // threads)} trains the grid "
+                "about as fast")
+
     def run(self, grid: list[Cell], results: Results) -> None:
         self._phase(grid, results, wait=False)
         self._phase([cell for cell in grid if results[cell.name][0] == "locked"], results, wait=True)

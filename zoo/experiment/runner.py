@@ -51,6 +51,9 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
             console.print(escape(f"  {name}: " + "; ".join(changed[:4]) + (" ..." if len(changed) > 4 else "")),
                           soft_wrap=True)
     grid = reusable(experiment, grid, list(reuse_from))
+    crowded = runner.oversubscribed(experiment, grid) if isinstance(runner, executors.Local) else None
+    if crowded:
+        console.print(f"[yellow]{crowded}[/]", soft_wrap=True)
     copies = [cell for cell in grid if cell.reuse]
     if copies:
         console.print(f"{len(copies)} cells have a record of the same definition in another experiment's records; "
