@@ -19,7 +19,7 @@ from zoo.api import Study, folder
 from zoo.config_io import parse_assignments
 from zoo.errors import install_hint
 from zoo.experiment import load_experiment, store
-from zoo.experiment.executors import EXECUTORS, ExecutorError, create
+from zoo.experiment.executors import EXECUTORS, ExecutorError, create, worker_threads
 from zoo.experiment.grid import Part
 from zoo.terminal import Table
 
@@ -125,7 +125,7 @@ class Left:
         self.run += row.run_seconds
         self.wall += row.wall_seconds(workers, cores)
         if row.device == "cpu":
-            self.core += row.run_seconds * (row.threads or max(1, cores // workers))
+            self.core += row.run_seconds * (row.threads or worker_threads(workers, cores))
         else:
             self.gpu += row.run_seconds
 

@@ -220,6 +220,11 @@ class _Worker:
         self.connection.close()
 
 
+def worker_threads(workers: int, cores: int | None = None) -> int:
+    """The CPU threads each of `workers` local worker processes gives a run that sets none: the cores split."""
+    return max(1, (cores or os.cpu_count() or 1) // workers)
+
+
 @register_executor("local")
 class Local(Executor):
     """In this process, or in `workers` processes; cells another `zoo run` holds are waited for at the end.
@@ -259,7 +264,7 @@ class Local(Executor):
             return
         import multiprocessing
 
-        threads = max(1, (os.cpu_count() or 1) // workers)
+        threads = worker_threads(workers)
         context = multiprocessing.get_context("spawn")
         gpus = visible_gpus()
         pool = [_Worker(context, os.getpid(), gpu_of_worker(i, gpus)) for i in range(min(workers, len(todo)))]
