@@ -11,10 +11,12 @@ import os
 
 import pytest
 import torch
+from fake_study import write_study
 from hypothesis import settings
 
 import zoo
 from zoo.equivalence import random_batch
+from zoo.report import analyse
 
 # The fuzz and property tests draw the same examples on every run, so that a red CI names a bug in the change and
 # not a new draw: a draw that found positional.max_len = 10^40 overflowing failed one CI run and passed the next.
@@ -64,6 +66,18 @@ def tiny():
 @pytest.fixture
 def batch():
     return make_batch
+
+
+@pytest.fixture(scope="session")
+def fake(tmp_path_factory):
+    """The fabricated study of tests/fake_study.py: (experiment, records folder). Tests copy it before changing it."""
+    return write_study(tmp_path_factory.mktemp("fake"))
+
+
+@pytest.fixture(scope="session")
+def report(fake):
+    """The fabricated study's analysis, as `zoo report` computes it."""
+    return analyse(*fake)
 
 
 def tiny_experiment(name: str, seeds: tuple[int, ...] = (0,), plugin: str = "", ffn: str = "", steps: int = 4,

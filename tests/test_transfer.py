@@ -123,7 +123,7 @@ SCORES = {
 
 
 def test_the_report_finds_an_interaction_that_exists_and_none_where_the_effect_holds(tmp_path):
-    from test_report import fabricate
+    from fake_study import fabricate
 
     from zoo.experiment import load_experiment
     from zoo.report import build_report
@@ -159,7 +159,7 @@ def _one_budget(name: str, steps: int, d_model: int, transfer: str = "") -> str:
 def test_a_transfer_across_experiments_reads_the_other_experiments_records(tmp_path):
     """A scale transfer: the same factors in a small model's experiment and a wide one's; the small side is
     the other experiment's own analysis, from its records in the report folder beside this one's."""
-    from test_report import fabricate
+    from fake_study import fabricate
 
     from zoo.experiment import load_experiment
     from zoo.report import build_report
