@@ -81,9 +81,10 @@ def report(fake):
 
 
 def tiny_experiment(name: str, seeds: tuple[int, ...] = (0,), plugin: str = "", ffn: str = "", steps: int = 4,
-                    train_size: int = 100) -> str:
+                    train_size: int = 100, label: str = "") -> str:
     """An experiment file's text: one variant (paper-base at d_model 16, 1 + 1 layers; its FFN `ffn` when given,
-    from `plugin`) on a small copy task, a few steps of training: seconds per cell, for tests of the grid."""
+    from `plugin`; labelled `label`, else by its FFN) on a small copy task, a few steps of training: seconds per
+    cell, for tests of the grid."""
     plugins = f'plugins = ["{plugin}"]\n' if plugin else ""
     override = f'set = {{"ffn.kind" = "{ffn}"}}\n' if ffn else ""
     small = max(8, train_size // 10)
@@ -94,7 +95,7 @@ seeds = {list(seeds)}
 {plugins}shared = {{d_model = 16, n_heads = 2, d_ff = 32, encoder_layers = 1, decoder_layers = 1}}
 
 [[variants]]
-label = "{ffn or 'post-norm'}"
+label = "{label or ffn or 'post-norm'}"
 base = "paper-base"
 {override}
 [[tasks]]
