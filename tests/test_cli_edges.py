@@ -12,10 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from smoke_runs import ENV, TRAIN, experiment_file
 
 import zoo.cli
-from tests.test_store import ENV, experiment_file
-from tests.test_train_cli import TRAIN
 from zoo import rundir
 from zoo.atomic import TEMP_SUFFIX
 from zoo.cli import main

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from smoke_runs import all_records, experiment_file
 
-from tests.test_store import all_records, experiment_file
 from zoo.cli import main
 
 

@@ -1,19 +1,13 @@
-"""The run store: stale definitions, locks, safe paths, fault isolation, kills at random moments."""
+"""The run store: stale definitions, safe paths, fault isolation, the commit a record names, planted links."""
 
 from __future__ import annotations
 
 import json
 import os
-import random
-import signal
-import subprocess
-import sys
-import threading
-import time
-from pathlib import Path
 
 import pytest
 import torch
+from smoke_runs import ROOT, all_records, comparable, experiment_file, run
 
 from zoo import rundir
 from zoo.atomic import TEMP_SUFFIX
@@ -22,38 +16,6 @@ from zoo.experiment import record as records
 from zoo.experiment.cell import execute
 from zoo.experiment.grid import cells
 from zoo.experiment.runner import run_grid
-
-ROOT = Path(__file__).resolve().parent.parent
-SMOKE = (ROOT / "experiments" / "smoke.toml").read_text()
-ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
-TIMINGS = {"tok_per_s", "seconds", "train_seconds", "finished"}
-
-
-def experiment_file(folder: Path, text: str = SMOKE, **replace: str) -> Path:
-    for old, new in replace.items():
-        assert old in text
-        text = text.replace(old, new)
-    path = folder / "smoke.toml"
-    path.write_text(text)
-    return path
-
-
-def run(path: Path, root: Path) -> dict:
-    return run_grid(load_experiment(path), root / "runs", root / "records", live=False)
-
-
-def comparable(value):
-    """A record without what legitimately differs between two runs of it: timings and provenance."""
-    if isinstance(value, dict):
-        return {k: comparable(v) for k, v in value.items() if k not in TIMINGS and k != "provenance"}
-    if isinstance(value, list):
-        return [comparable(v) for v in value]
-    return value
-
-
-def all_records(root: Path) -> dict[str, dict]:
-    return {p.relative_to(root).as_posix(): comparable(json.loads(p.read_text()))
-            for p in sorted(root.rglob("seed-*.json")) if store.STALE not in p.parts}
 
 
 # -- definitions and stale cells ------------------------------------------------------------------
@@ -182,109 +144,6 @@ def test_reuse_from_a_folder_without_records_is_a_clear_error(tmp_path):
         run_grid(experiment, tmp_path / "runs", tmp_path / "records", live=False, reuse_from=[tmp_path / "nothing"])
 
 
-# -- locks ----------------------------------------------------------------------------------------
-def test_a_locked_cell_is_left_to_its_holder_then_waited_for(tmp_path):
-    experiment = load_experiment(experiment_file(tmp_path))
-    cell = cells(experiment, tmp_path / "runs", tmp_path / "records")[0]
-    other = cell.lock
-    assert other.acquire()
-    try:
-        status, reason = execute(cell)
-        assert status == "locked" and str(os.getpid()) in reason
-        assert not cell.out.exists()  # nothing written while another process holds it
-    finally:
-        other.release()
-    assert cell.lock.holder() is None
-
-
-def test_a_workers_lock_names_the_zoo_run_it_works_for(tmp_path, monkeypatch):
-    monkeypatch.setattr(store, "_run_pid", 4242)  # what a local executor's worker is told at start
-    lock = store.CellLock(tmp_path / "cell.lock")
-    assert lock.acquire()
-    try:
-        assert store.CellLock(tmp_path / "cell.lock").holder() == 4242
-    finally:
-        lock.release()
-
-
-@pytest.mark.slow
-def test_waiting_runner_skips_what_the_holder_recorded(tmp_path):
-    experiment = load_experiment(experiment_file(tmp_path))
-    cell = cells(experiment, tmp_path / "runs", tmp_path / "records")[0]
-    holder = cell.lock
-    assert holder.acquire()
-    outcome: dict = {}
-    waiter = threading.Thread(target=lambda: outcome.update(result=execute(cell, wait=True)))
-    waiter.start()
-    time.sleep(0.5)
-    assert waiter.is_alive()  # blocked on the lock
-    holder.release()
-    waiter.join(timeout=120)
-    assert outcome["result"][0] == "complete"
-
-
-@pytest.mark.slow
-def test_two_concurrent_zoo_runs_train_each_cell_once(tmp_path):
-    path = experiment_file(tmp_path)
-    command = [sys.executable, "-m", "zoo", "run", str(path), "--runs", str(tmp_path / "runs"), "--out",
-               str(tmp_path / "out"), "--no-live"]
-    first = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    second = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for process in (first, second):
-        _, err = process.communicate(timeout=300)
-        assert process.returncode == 0, err
-    for cell in cells(load_experiment(path), tmp_path / "runs", tmp_path / "out" / "records"):
-        steps = [row["step"] for row in rundir.read_metrics(cell.out / rundir.METRICS) if "event" not in row]
-        assert steps == sorted(set(steps)) and steps[-1] == 40, cell.name  # one rising sequence: trained once
-        assert records.read(cell.record).status == "complete"
-    assert (tmp_path / "out" / "records" / ".floors" / "copy.json").is_file()  # zoo run scores the floors too
-
-
-@pytest.mark.slow
-def test_workers_die_with_their_parent(tmp_path):
-    path = experiment_file(tmp_path, **{"steps = 40": "steps = 400"})
-    command = [sys.executable, "-m", "zoo", "run", str(path), "--runs", str(tmp_path / "runs"), "--out",
-               str(tmp_path / "out"), "--no-live", "--workers", "2"]
-    process = subprocess.Popen(command, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    grid = cells(load_experiment(path), tmp_path / "runs", tmp_path / "out" / "records")
-    deadline = time.time() + 120
-    while time.time() < deadline and not any(rundir.read_metrics(c.out / rundir.METRICS) for c in grid):
-        time.sleep(0.2)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    time.sleep(3)
-    assert all(cell.lock.holder() is None for cell in grid)  # the workers are gone, and so are their locks
-    sizes = [(c.out / rundir.METRICS).stat().st_size if (c.out / rundir.METRICS).exists() else 0 for c in grid]
-    time.sleep(2)
-    assert sizes == [(c.out / rundir.METRICS).stat().st_size if (c.out / rundir.METRICS).exists() else 0
-                     for c in grid]  # nobody writes any more
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("workers", ["1", "2"])
-def test_ctrl_c_stops_a_grid_with_one_line_and_no_traceback(tmp_path, workers):
-    """A terminal's Ctrl-C signals the whole process group, so the workers too; with one worker the cell
-    trains in a thread of `zoo run` itself, which must not abort the interpreter on its way out. The child
-    starts with SIGINT at its default, as from a terminal: a test suite run as a background job (`cmd &`
-    without job control) inherits SIGINT ignored, and `zoo run` rightly keeps ignoring it there."""
-    path = experiment_file(tmp_path, **{"steps = 40": "steps = 4000"})
-    command = [sys.executable, "-m", "zoo", "run", str(path), "--runs", str(tmp_path / "runs"), "--out",
-               str(tmp_path / "out"), "--no-live", "--workers", workers]
-    process = subprocess.Popen(command, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    grid = cells(load_experiment(path), tmp_path / "runs", tmp_path / "out" / "records")
-    deadline = time.time() + 120
-    while time.time() < deadline and not any(rundir.read_metrics(c.out / rundir.METRICS) for c in grid):
-        time.sleep(0.2)
-    os.killpg(process.pid, signal.SIGINT)
-    _, err = process.communicate(timeout=60)
-    assert process.returncode == 130, err
-    assert "zoo: interrupted" in err and "Traceback" not in err and "KeyboardInterrupt" not in err, err
-    assert "terminate called" not in err, err
-    time.sleep(1)
-    assert all(cell.lock.holder() is None for cell in grid)  # the workers are gone, and so are their locks
-
-
 # -- paths ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("replace, field", [
     ({'name = "smoke"': 'name = "../../x"'}, "name"),
@@ -364,31 +223,6 @@ def test_temporary_files_of_killed_writes_are_removed_on_the_next_start(tmp_path
     (tmp_path / "run" / "keep.json").write_text("{}")
     assert rundir.clean_temporaries(tmp_path / "run") == [leftover]
     assert not leftover.exists() and (tmp_path / "run" / "keep.json").exists()
-
-
-# -- kills at random moments ----------------------------------------------------------------------
-@pytest.mark.slow
-def test_kills_at_random_moments_end_with_the_records_of_an_uninterrupted_grid(tmp_path):
-    path = experiment_file(tmp_path)
-
-    def command(root: Path) -> list[str]:
-        return [sys.executable, "-m", "zoo", "run", str(path), "--runs", str(root / "runs"), "--out", str(root),
-                "--no-live"]
-
-    clean = subprocess.run(command(tmp_path / "clean"), env=ENV, capture_output=True, text=True)
-    assert clean.returncode == 0, clean.stderr
-    killer = random.Random(2026)
-    for attempt in range(3):
-        root = tmp_path / f"killed-{attempt}"
-        for _ in range(3):
-            process = subprocess.Popen(command(root), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(killer.uniform(0.5, 6.0))
-            process.send_signal(signal.SIGKILL)
-            process.wait()
-        resumed = subprocess.run(command(root), env=ENV, capture_output=True, text=True)
-        assert resumed.returncode == 0, resumed.stderr
-        assert all_records(root / "records") == all_records(tmp_path / "clean" / "records")
-        assert not [p for p in (root / "runs").rglob(f"*{TEMP_SUFFIX}") if store.STALE not in p.parts]
 
 
 def test_a_changed_report_does_not_make_the_code_dirty():

@@ -1,23 +1,13 @@
 """End to end through the `zoo` command: train, kill -9 mid-run, resume, translate, evaluate."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
-
-TRAIN = [sys.executable, "-m", "zoo", "train", "paper-base", "--task", "copy", "--no-progress",
-         "--set", "d_model=16", "--set", "n_heads=2", "--set", "d_ff=32",
-         "--set", "encoder_layers=1", "--set", "decoder_layers=1",
-         "--task-set", "symbols=8", "--task-set", "min_len=3", "--task-set", "max_len=6",
-         "--task-set", "train_size=300", "--task-set", "valid_size=30", "--task-set", "test_size=30",
-         "--train", "batch_tokens=256", "--train", "warmup=10", "--train", "lr=0.003", "--train", "device='cpu'",
-         "--train", "eval_interval=40", "--train", "eval_sentences=20", "--train", "checkpoint_interval=10",
-         "--train", "threads=1"]
-ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+from smoke_runs import ENV, TRAIN
 
 
 def steps(run_dir):
