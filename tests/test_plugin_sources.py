@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 from conftest import ffn_plugin, tiny_experiment
+from import_graph import graph
 
 from zoo import plugins
 from zoo.plugins import PluginError, load
@@ -133,8 +134,6 @@ def test_a_plugin_that_patches_zoo_outside_the_registry_makes_every_cell_depend_
 def test_the_watched_modules_do_not_import_plugins():
     """zoo.plugins imports the modules it watches by name, out of the import-cycle test's sight: none of them may
     import zoo.plugins, or the cycle would hide there."""
-    from tests.test_imports import graph
-
     edges = graph()
 
     def reached(module: str) -> set[str]:
