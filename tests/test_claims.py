@@ -9,7 +9,8 @@ The checks follow reports/README.md section by section (helpers in tests/claims.
     test_claims.py             README.md; reports/README's table of folders and "In short"
     test_claims_summary.py     "What the committed reports show": what matters, what to use, the literature
     test_claims_stability.py   the quickstart, warmup and norm placement, depth
-    test_claims_ablations.py   the ablations (reverse, reverse-long, Multi30k de-en and en-de) and 4000 -> 8000
+    test_claims_ablations.py   the ablations (reverse, reverse-long, Multi30k de-en and en-de)
+    test_claims_steps.py       whether the ablations' verdicts at 4000 steps hold at 8000 (transfer)
     test_claims_writeups.py    the writeups and writeup 000's diagnosis
     test_claims_lr.py          whether the verdicts depend on the learning rate (lr-check)
     test_claims_standing.py    where the translation studies stand (the WMT sample, costs, devices) and the
