@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from zoo import cli_experiment
-from zoo.cli_experiment import Left, _dry_run_summary, _progress
+from zoo import cli_dry_run
+from zoo.cli_dry_run import Left, dry_run_summary, progress_bar
 from zoo.experiment import forecast as forecasts
 from zoo.experiment import load_experiment, store
 from zoo.experiment.forecast import forecast
@@ -75,12 +75,12 @@ def test_dry_run_writes_nothing_and_prints_the_table(tmp_path):
 
 
 def test_a_finished_grid_says_nothing_is_left_not_zero_hours():
-    summary = _dry_run_summary(Left(), [], 2, to_run=0)
+    summary = dry_run_summary(Left(), [], 2, to_run=0)
     assert summary.startswith("nothing left to train") and "0.0" not in summary
     row = forecasts.TaskForecast("copy", new=3, steps=3 * 1200, seconds_per_step=2.0, threads=1)
     left = Left()
     left.add(row, workers=2, cores=2)
-    assert _dry_run_summary(left, [], 2, to_run=3).startswith(
+    assert dry_run_summary(left, [], 2, to_run=3).startswith(
         "about 2.0 hours of training left, one run after another (2.0 CPU core-hours); with 2 workers about 1.0 hours")
 
 
@@ -148,8 +148,8 @@ def test_the_progress_bar_shows_only_for_slow_work(monkeypatch):
 
     for after, shown in ((60.0, False), (0.0, True)):
         screen = StringIO()
-        monkeypatch.setattr(cli_experiment, "errors", Console(file=screen, force_terminal=True, width=100))
-        with _progress("comparing definitions", after=after) as progress:
+        monkeypatch.setattr(cli_dry_run, "errors", Console(file=screen, force_terminal=True, width=100))
+        with progress_bar("comparing definitions", after=after) as progress:
             for done in range(1, 11):
                 progress(done, 10)
         assert ("comparing definitions" in screen.getvalue()) == shown

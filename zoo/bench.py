@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from zoo import machine
 from zoo.build import build
 from zoo.errors import NotExpressible
 from zoo.interop import to_torch
@@ -263,6 +264,11 @@ def run(config: BenchConfig = BenchConfig(), report: Callable[[str], None] = pri
         tokens = training_step(zoo_model, _optimizer(zoo_model), batches[0], pad, False)
     results["train_flops_per_token"] = counter.get_total_flops() / tokens
     for precision, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        if precision == "bf16" and device.type == "cpu" and machine.cpu_has_bf16_matmul() is False:
+            # PyTorch's slow fallback: a minute per square matmul, and no peak a training step could be held to
+            results["no_bf16_peak"] = (f"this CPU ({machine.cpu_capability()}) has no oneDNN bf16 matmuls (they need "
+                                       "AVX-512 or AVX-NE-CONVERT): its bf16 matmuls take a slow fallback")
+            continue
         report(f"measuring the {precision} matmul peak")
         peak = matmul_peak(device, dtype)
         results[f"matmul_{precision}_peak_flop_s"] = peak

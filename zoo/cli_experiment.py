@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import re
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress
 
 from zoo.api import Study, folder
+from zoo.cli_dry_run import dry_run, reuse_folders, warn_about_this_machine
 from zoo.config_io import parse_assignments
 from zoo.errors import install_hint
 from zoo.experiment import load_experiment, store
-from zoo.experiment.executors import EXECUTORS, ExecutorError, create, worker_threads
-from zoo.experiment.grid import Part
+from zoo.experiment.executors import EXECUTORS, ExecutorError, create
 from zoo.terminal import Table
 
 RECORDS = store.RECORDS
@@ -49,7 +43,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     part = study.part(args.variants, args.tasks, args.seeds)
     executor = _executor(args)  # an unknown executor or a bad option: said before anything is written
     if args.dry_run:
-        return _dry_run(experiment, runs, out, args, part)
+        return dry_run(experiment, runs, out, args, part)
+    if args.executor == "local":
+        from zoo.experiment.grid import cells, reusable
+
+        grid = reusable(experiment, cells(experiment, runs, out / RECORDS, part=part), reuse_folders(args))
+        warn_about_this_machine(experiment, grid)
     results = study.run(executor=executor, variants=args.variants, tasks=args.tasks, seeds=args.seeds,
                         reuse_from=args.reuse_from, log_to=log_destination(args.log_to), live=not args.no_live,
                         console=errors)
@@ -78,102 +77,6 @@ def _executor(args: argparse.Namespace):
                             f"(its options: {', '.join(declared) or 'none'})")
     given = parse_assignments(args.executor_option, "--executor-option", "workers=2")
     return create(args.executor, **{**flags, **given})
-
-
-def _dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: Part) -> int:
-    """`zoo run --dry-run`: what the grid (or its part) would do per task and the training time it would take."""
-    from zoo.experiment.forecast import forecast
-    from zoo.experiment.grid import cells, reusable
-
-    reuse = [Path(folder) for folder in args.reuse_from]
-    with _progress(f"{experiment.name}: reading the records and comparing definitions") as progress:
-        grid = reusable(experiment, cells(experiment, runs, out / RECORDS, part=part), reuse)
-        rows = [row for row in forecast(experiment, grid, reuse, progress) if row.cells]  # a --tasks part: its own
-    table = Table(title=f"zoo run {experiment.name} --dry-run: nothing is trained, moved or written",
-                  title_justify="left")
-    for column in ("task", "cells", "recorded", "copied", "stale", "new", "s/step", "run-hours left"):
-        table.add_column(column, justify="left" if column == "task" else "right")
-    left, unknown = Left(), []
-    workers, cores = max(1, args.workers or 1), os.cpu_count() or 1
-    for row in rows:
-        known = row.run_seconds is not None and not row.unbounded
-        if known:
-            left.add(row, workers, cores)
-        else:
-            unknown.append(row.task)
-        table.add_row(row.task, str(row.cells), str(row.recorded), str(row.copied), str(row.stale), str(row.new),
-                      "—" if row.seconds_per_step is None else f"{row.seconds_per_step:.3f}",
-                      f"{row.run_seconds / 3600:.1f}" if known else "unknown")
-    console.print(table)
-    to_run = sum(row.to_run for row in rows)
-    console.print(_dry_run_summary(left, unknown, workers, to_run), soft_wrap=True)
-    return 0
-
-
-@dataclass
-class Left:
-    """The training left in the tasks whose time is known: one run after another (run), in CPU core-time (each
-    CPU run's threads, or the cores its worker gets where it sets none) and on a GPU, and with the workers
-    running at once (wall)."""
-
-    run: float = 0.0
-    core: float = 0.0
-    gpu: float = 0.0
-    wall: float = 0.0
-
-    def add(self, row, workers: int, cores: int) -> None:
-        self.run += row.run_seconds
-        self.wall += row.wall_seconds(workers, cores)
-        if row.device == "cpu":
-            self.core += row.run_seconds * (row.threads or worker_threads(workers, cores))
-        else:
-            self.gpu += row.run_seconds
-
-
-@contextlib.contextmanager
-def _progress(description: str, after: float = 2.0) -> Iterator[Callable[[int, int], None]]:
-    """progress(done, total) for long work: a transient bar on stderr that appears once the work has taken `after`
-    seconds (a dry-run of a huge grid, or one that reads thousands of records), and never for quicker work."""
-    bar = Progress(console=errors, transient=True)
-    task = bar.add_task(description, total=None)
-    start = shown = time.monotonic()
-
-    def progress(done: int, total: int) -> None:
-        nonlocal shown
-        now = time.monotonic()
-        if now - start < after or (now - shown < 0.1 and done < total):  # a tenth of a second between updates
-            return
-        if not bar.live.is_started:
-            bar.start()
-        shown = now
-        bar.update(task, completed=done, total=total)
-
-    try:
-        yield progress
-    finally:
-        bar.stop()
-
-
-def _dry_run_summary(left: Left, unknown: list[str], workers: int, to_run: int) -> str:
-    """The line under the dry-run table: the training time left, what of it cannot be forecast and why, and
-    what the columns mean. Where all the training left is in tasks with no rate, its time is unknown, and where
-    no cell is left to run, nothing is left: neither is "about 0.0 hours"."""
-    why = ("no complete record of the same task and data, trained on the kind of device these runs get here, "
-           "gives a rate, or the budget is not in steps")
-    if not to_run:
-        text = "nothing left to train: every cell has a record or gets a copy"
-    elif unknown and not left.run:
-        text = f"training time left unknown for {', '.join(unknown)} ({why})"
-    else:
-        spent = [f"{hours:.1f} {unit}" for hours, unit in ((left.core / 3600, "CPU core-hours"),
-                                                           (left.gpu / 3600, "GPU run-hours")) if hours]
-        text = (f"about {left.run / 3600:.1f} hours of training left, one run after another ({', '.join(spent)})"
-                + (f" (and an unknown amount for {', '.join(unknown)}: {why})" if unknown else "")
-                + f"; with {workers} worker{'s' if workers > 1 else ''} about {left.wall / 3600:.1f} hours")
-    return (f"{text}. stale: recorded or started under another definition, so run again. s/step: median seconds "
-            "per training step of the task's complete records from this kind of device (CPU or GPU), measured "
-            "with as many runs sharing the machine as they had; evaluation is not counted. CPU runs that set "
-            "their threads share the machine's cores: workers beyond cores / threads do not shorten the wall time.")
 
 
 # -- zoo floors ------------------------------------------------------------------------------------
@@ -329,7 +232,9 @@ def add_commands(sub) -> None:
                    "change of a cell's state (in a file)")
     p.add_argument("--dry-run", action="store_true", help="train, move and write nothing: print per task how many "
                    "cells are recorded, would be copied, are stale or new, and the training time left, from the "
-                   "seconds per step of the records")
+                   "seconds per step of the records made on this hardware (else on others, named), with the warnings "
+                   "about this machine `zoo run` gives before training (bf16 without fast bf16 matmuls, seeds split "
+                   "across hardware)")
     p.add_argument("--reuse-from", metavar="REPORT_DIR", nargs="+", default=[],
                    help="other experiments' report folders (e.g. reports/budget-pilot): a cell whose very "
                    "definition (spec, task, data, training config and seed, decoding) one of their records has is "

@@ -16,6 +16,7 @@ from zoo.data import TaskConfig, check_files, load_task
 from zoo.data.corpus import decode_utf8
 from zoo.decode import MAX_BEAM, DecodeConfig
 from zoo.errors import RunError, ZooError
+from zoo.machine import bf16_warning, hardware_here
 from zoo.spec import load_spec
 from zoo.terminal import Table
 from zoo.train import Trainer, check_fits, fit_to_task, load_run, load_train_config, save_evaluation
@@ -53,6 +54,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     log_to = log_destination(args.log_to)  # checked before any data is read
     spec, task, config = prepare(args)
+    if config.precision == "bf16":
+        _warn_about_bf16("this run trains", config.device)
     errors.print(f"training {spec.name} ({spec.digest()}) on {args.task}: {task.src_vocab} / {task.tgt_vocab} tokens, "
                  f"{len(task.examples('train')):,} training pairs -> {args.out}")
     summary = Trainer(spec, task, config, args.out, resume=args.resume, progress=not args.no_progress,
@@ -65,6 +68,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         errors.print(f"[bold red]{escape(summary['reason'])}[/bold red]")
         return 1
     return 0
+
+
+def _warn_about_bf16(runs: str, device: str) -> None:
+    """zoo.machine.bf16_warning, where `runs` train in bf16 on this machine's CPU (train.device `device`)."""
+    warning = bf16_warning(runs) if hardware_here(device).startswith("cpu") else None
+    if warning:
+        errors.print(f"[yellow]zoo: warning:[/] {escape(warning)}", soft_wrap=True)
 
 
 def _decode_config(args: argparse.Namespace) -> DecodeConfig:
@@ -187,6 +197,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     config = BenchConfig(spec=args.spec, d_model=args.d_model, n_heads=args.n_heads, d_ff=args.d_ff,
                          layers=args.layers, vocab=args.vocab, batch=args.batch, length=args.length,
                          rounds=args.rounds, device=args.device, process_path=args.process_path)
+    _warn_about_bf16("the bench's bf16 measurements train", args.device)
     results = run(config, report=_progress)
     if counts is not None:
         results["processes"] = runs_per_device(config, counts, args.process_steps, report=_progress)
@@ -196,6 +207,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     console.print(_bench_table(args, results))
     if "no_reference" in results:
         console.print(f"no torch.nn.Transformer reference: {results['no_reference']}")
+    if "no_bf16_peak" in results:
+        console.print(f"no bf16 matmul peak: {results['no_bf16_peak']}")
     if counts is not None:
         console.print(_processes_table(args, results))
     return 0

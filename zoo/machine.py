@@ -1,4 +1,5 @@
-"""The machine a number came from: CPU model and the device a run trained on."""
+"""The machine a number came from and the one a run would train on: the CPU's model and instruction set, the
+device, and whether bf16 is fast here."""
 
 from __future__ import annotations
 
@@ -14,3 +15,53 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown"
+
+
+def cpu_has_bf16_matmul() -> bool | None:
+    """Whether PyTorch's CPU matmuls run bfloat16 through oneDNN here: PyTorch's own test, true with AVX-512 (BW, VL,
+    DQ), AVX-NE-CONVERT or Arm's BF16 extension. Without them bf16 matmuls take a slow fallback: on a 2-core AVX2
+    EPYC a training step of the 7.6M-parameter scale model under bf16 autocast took 20 to 35 times as long as in
+    fp32, 93% of it in aten::mm (docs/measurements/cpu-avx2-2026-11-28). None where this PyTorch cannot say."""
+    import torch
+
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def cpu_capability() -> str:
+    """The instruction set PyTorch's CPU kernels use here ('AVX2', 'AVX512'): with the CPU model and the torch
+    version, what decides a CPU run's floats and its speed."""
+    import torch
+
+    return torch.backends.cpu.get_cpu_capability()
+
+
+def cpu_hardware(capability: str | None = None) -> str:
+    """'cpu (AVX2)': the CPU as a place runs train, this machine's unless a record's provenance.cpu_capability is
+    given."""
+    return f"cpu ({capability or cpu_capability()})"
+
+
+def hardware_here(device: str) -> str:
+    """Where a run whose train.device is `device` trains on this machine: 'cpu (AVX2)' or 'cuda (NVIDIA H200)'."""
+    import torch
+
+    from zoo.train.loop import describe_device, select_device
+
+    chosen = select_device("auto") if device == "auto" else torch.device(device)
+    if chosen.type == "cuda" and not torch.cuda.is_available():
+        return "cuda"  # a run that asks for a GPU this machine lacks fails on its own, with its own message
+    return cpu_hardware() if chosen.type == "cpu" else describe_device(chosen)
+
+
+def bf16_warning(runs: str) -> str | None:
+    """A warning where `runs` ('this run trains', '37 runs of scale train') in bf16 on this CPU, and its bf16 matmuls
+    take PyTorch's slow fallback; None otherwise."""
+    if cpu_has_bf16_matmul() is not False:
+        return None
+    return (f"{runs} in bf16 on this CPU ({cpu_model()}, {cpu_capability()}), where PyTorch's bf16 matmuls "
+            "take a slow fallback (it needs AVX-512 or AVX-NE-CONVERT): a step can take tens of times as long as in "
+            "fp32 (`zoo bench` measures both here). A CPU with those instructions, or a GPU, runs bf16 at full "
+            "speed; changing the precision would change what is measured.")

@@ -5,7 +5,10 @@ were run under another definition (stale: run again) or were never run, and the 
 runs left would take. The time comes from the records themselves: the median seconds per step of
 the complete records of the same task settings and data (this experiment's and the --reuse-from
 folders'), as they were measured, with as many runs sharing the machine as they had, and trained on the
-kind of device the runs left would get here (a GPU's seconds per step say nothing of a CPU's). Evaluation
+kind of device the runs left would get here (a GPU's seconds per step say nothing of a CPU's): on this very
+hardware (the GPU model; the CPU's instruction set as PyTorch uses it) where records were made on it, else on
+another of the same kind, which the forecast then names (an AVX2 CPU's bf16 steps are tens of times an
+AVX-512 CPU's: zoo.machine). Evaluation
 and test decoding are not counted (a few percent of a run); a cell that was interrupted resumes
 from its checkpoint, so its full budget is an upper bound.
 """
@@ -20,6 +23,8 @@ from pathlib import Path
 from zoo.experiment import record as records
 from zoo.experiment import store
 from zoo.experiment.grid import Cell, cell_state, definitions
+from zoo.experiment.preflight import hardware_of
+from zoo.machine import hardware_here
 from zoo.rundir import RunError
 from zoo.train.loop import select_device
 
@@ -36,6 +41,8 @@ class TaskForecast:
     unbounded: int = 0  # cells to run whose budget is not in steps (epochs or minutes)
     seconds_per_step: float | None = None  # median over the task's complete records; None without any
     device: str = "cpu"  # where the cells to run would train here: cpu or cuda
+    here: str = ""  # the hardware they would train on here: 'cpu (AVX2)', 'cuda (NVIDIA H200)'
+    measured_on: tuple[str, ...] = ()  # the hardware of the records giving the rate, where it is not `here`
     threads: int | None = None  # the most CPU threads a cell to run sets (TrainConfig.threads); None: none sets them
 
     @property
@@ -61,10 +68,11 @@ class TaskForecast:
         return self.run_seconds / at_once
 
 
-def _rates(paths: list[Path], progress: Callable[[int], object]) -> dict[tuple[str, str], list[float]]:
-    """{(digest of (task settings, data), device type): [seconds per step of each complete record]};
-    `progress(n)` after the n-th record."""
-    rates: dict[str, list[float]] = {}
+def _rates(paths: list[Path], progress: Callable[[int], object]) -> dict[tuple[str, str], dict[str, list[float]]]:
+    """{(digest of (task settings, data), device type): {hardware: [seconds per step of each complete record]}};
+    `progress(n)` after the n-th record. Hardware is preflight's: 'cpu (AVX512)', 'cuda (NVIDIA H200)', or
+    'cpu (instruction set not recorded)' for records made before it was."""
+    rates: dict[tuple[str, str], dict[str, list[float]]] = {}
     for done, path in enumerate(paths, 1):
         progress(done)
         try:
@@ -77,7 +85,8 @@ def _rates(paths: list[Path], progress: Callable[[int], object]) -> dict[tuple[s
         definition = store.normalise(record.definition)
         key = store.digest({"task": definition.get("task"), "data": definition.get("data")})
         device = (summary.device or "cpu").split()[0]  # 'cpu', or 'cuda' of 'cuda (NVIDIA H200)'
-        rates.setdefault((key, device), []).append(summary.train_seconds / summary.steps)
+        hardware = hardware_of(record) or f"{device} (instruction set not recorded)"
+        rates.setdefault((key, device), {}).setdefault(hardware, []).append(summary.train_seconds / summary.steps)
     return rates
 
 
@@ -120,7 +129,8 @@ def forecast(experiment, grid: list[Cell], reuse_folders: list[Path] = (),
         budget = budgets[cell.variant, cell.task]
         row.steps += budget.steps or 0
         row.unbounded += not budget.steps
-        row.device = budget.device
+        row.device, row.here = budget.device, budget.here
+        row.measured_on = row.measured_on or budget.measured_on
         row.threads = max(row.threads or 0, budget.threads or 0) or None
         if row.seconds_per_step is None:
             row.seconds_per_step = budget.seconds_per_step
@@ -132,13 +142,21 @@ class _Budget:
     steps: int | None
     seconds_per_step: float | None  # the median of the records that give a rate, or None
     device: str
+    here: str
+    measured_on: tuple[str, ...]  # the hardware of those records, where it is not `here`
     threads: int | None
 
 
-def _budget(current: dict, rates: dict[tuple[str, str], list[float]]) -> _Budget:
-    """What a cell defined as `current` would cost to train here."""
+def _budget(current: dict, rates: dict[tuple[str, str], dict[str, list[float]]]) -> _Budget:
+    """What a cell defined as `current` would cost to train here: from the records made on this hardware where
+    there are any, else from those of every other hardware of the same device type."""
     train = current["train"]
     # the device named, or where 'auto' puts the runs here: a dry-run forecasts even for a GPU it lacks
     device = select_device("auto").type if train["device"] == "auto" else train["device"]
-    measured = rates.get((store.digest({"task": current["task"], "data": current["data"]}), device))
-    return _Budget(train["steps"], statistics.median(measured) if measured else None, device, train.get("threads"))
+    here = hardware_here(train["device"])
+    measured = rates.get((store.digest({"task": current["task"], "data": current["data"]}), device), {})
+    same = measured.get(here)
+    pooled = same or [rate for found in measured.values() for rate in found]
+    elsewhere = not same and pooled and here != "cuda"  # bare 'cuda': no GPU here to set them against
+    return _Budget(train["steps"], statistics.median(pooled) if pooled else None, device, here,
+                   tuple(sorted(measured)) if elsewhere else (), train.get("threads"))

@@ -124,14 +124,14 @@ def provenance(concurrent: int, commit: str = "", plugins: dict[str, str] | None
     `plugins`: the definition's plugins ({name: sha256}), recorded with their versions."""
     import torch
 
-    from zoo.machine import cpu_model
+    from zoo.machine import cpu_capability, cpu_model
     from zoo.plugins import loaded
     from zoo.version import __version__
 
     where = {"zoo": __version__, "commit": commit or zoo_commit(), "torch": torch.__version__,
              "python": platform.python_version(), "cpu": cpu_model(),
              # the instruction set PyTorch's CPU kernels use: with the CPU model and torch, what decides the floats
-             "cpu_capability": torch.backends.cpu.get_cpu_capability(), "concurrent_runs": concurrent,
+             "cpu_capability": cpu_capability(), "concurrent_runs": concurrent,
              "finished": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
     if plugins:
         where["plugins"] = [{"name": p.label, "version": p.version, "sha256": p.sha256} for p in loaded()

@@ -1,0 +1,142 @@
+"""`zoo run --dry-run`: what a grid (or its part) would do per task and the training time it would take, and the
+warnings about this machine that `zoo run` also gives before it trains (zoo.experiment.preflight)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import Progress
+
+from zoo.experiment import store
+from zoo.experiment.executors import worker_threads
+from zoo.experiment.grid import Part
+from zoo.terminal import Table
+
+RECORDS = store.RECORDS
+
+console = Console(emoji=False)  # user text such as ":smile:" is printed as written
+errors = Console(stderr=True, emoji=False)
+
+
+def reuse_folders(args: argparse.Namespace) -> list[Path]:
+    return [Path(folder) for folder in args.reuse_from]
+
+
+def warn_about_this_machine(experiment, grid) -> None:
+    """zoo.experiment.preflight's warnings, for the cells a local executor would train on this machine."""
+    from zoo.experiment.preflight import warnings
+
+    for line in warnings(experiment, grid):
+        errors.print(f"[yellow]zoo: warning:[/] {escape(line)}", soft_wrap=True)
+
+
+def dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: Part) -> int:
+    """`zoo run --dry-run`: what the grid (or its part) would do per task and the training time it would take."""
+    from zoo.experiment.forecast import forecast
+    from zoo.experiment.grid import cells, reusable
+
+    reuse = reuse_folders(args)
+    with progress_bar(f"{experiment.name}: reading the records and comparing definitions") as progress:
+        grid = reusable(experiment, cells(experiment, runs, out / RECORDS, part=part), reuse)
+        rows = [row for row in forecast(experiment, grid, reuse, progress) if row.cells]  # a --tasks part: its own
+    if args.executor == "local":
+        warn_about_this_machine(experiment, grid)
+    table = Table(title=f"zoo run {experiment.name} --dry-run: nothing is trained, moved or written",
+                  title_justify="left")
+    for column in ("task", "cells", "recorded", "copied", "stale", "new", "s/step", "run-hours left"):
+        table.add_column(column, justify="left" if column == "task" else "right")
+    left, unknown = Left(), []
+    workers, cores = max(1, args.workers or 1), os.cpu_count() or 1
+    for row in rows:
+        known = row.run_seconds is not None and not row.unbounded
+        if known:
+            left.add(row, workers, cores)
+        else:
+            unknown.append(row.task)
+        table.add_row(row.task, str(row.cells), str(row.recorded), str(row.copied), str(row.stale), str(row.new),
+                      "—" if row.seconds_per_step is None else f"{row.seconds_per_step:.3f}",
+                      f"{row.run_seconds / 3600:.1f}" if known else "unknown")
+    console.print(table)
+    to_run = sum(row.to_run for row in rows)
+    console.print(dry_run_summary(left, unknown, workers, to_run), soft_wrap=True)
+    for row in rows:
+        if row.to_run and row.measured_on and row.seconds_per_step is not None:
+            console.print(f"{row.task}: its s/step comes from records made on {', '.join(row.measured_on)}, not on "
+                          f"this machine's {row.here}: its hours are what the runs took there, not a forecast for "
+                          "this machine.", soft_wrap=True, markup=False)
+    return 0
+
+
+@dataclass
+class Left:
+    """The training left in the tasks whose time is known: one run after another (run), in CPU core-time (each
+    CPU run's threads, or the cores its worker gets where it sets none) and on a GPU, and with the workers
+    running at once (wall)."""
+
+    run: float = 0.0
+    core: float = 0.0
+    gpu: float = 0.0
+    wall: float = 0.0
+
+    def add(self, row, workers: int, cores: int) -> None:
+        self.run += row.run_seconds
+        self.wall += row.wall_seconds(workers, cores)
+        if row.device == "cpu":
+            self.core += row.run_seconds * (row.threads or worker_threads(workers, cores))
+        else:
+            self.gpu += row.run_seconds
+
+
+@contextlib.contextmanager
+def progress_bar(description: str, after: float = 2.0) -> Iterator[Callable[[int, int], None]]:
+    """progress(done, total) for long work: a transient bar on stderr that appears once the work has taken `after`
+    seconds (a dry-run of a huge grid, or one that reads thousands of records), and never for quicker work."""
+    bar = Progress(console=errors, transient=True)
+    task = bar.add_task(description, total=None)
+    start = shown = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        nonlocal shown
+        now = time.monotonic()
+        if now - start < after or (now - shown < 0.1 and done < total):  # a tenth of a second between updates
+            return
+        if not bar.live.is_started:
+            bar.start()
+        shown = now
+        bar.update(task, completed=done, total=total)
+
+    try:
+        yield progress
+    finally:
+        bar.stop()
+
+
+def dry_run_summary(left: Left, unknown: list[str], workers: int, to_run: int) -> str:
+    """The line under the dry-run table: the training time left, what of it cannot be forecast and why, and
+    what the columns mean. Where all the training left is in tasks with no rate, its time is unknown, and where
+    no cell is left to run, nothing is left: neither is "about 0.0 hours"."""
+    why = ("no complete record of the same task and data, trained on the kind of device these runs get here, "
+           "gives a rate, or the budget is not in steps")
+    if not to_run:
+        text = "nothing left to train: every cell has a record or gets a copy"
+    elif unknown and not left.run:
+        text = f"training time left unknown for {', '.join(unknown)} ({why})"
+    else:
+        spent = [f"{hours:.1f} {unit}" for hours, unit in ((left.core / 3600, "CPU core-hours"),
+                                                           (left.gpu / 3600, "GPU run-hours")) if hours]
+        text = (f"about {left.run / 3600:.1f} hours of training left, one run after another ({', '.join(spent)})"
+                + (f" (and an unknown amount for {', '.join(unknown)}: {why})" if unknown else "")
+                + f"; with {workers} worker{'s' if workers > 1 else ''} about {left.wall / 3600:.1f} hours")
+    return (f"{text}. stale: recorded or started under another definition, so run again. s/step: median seconds "
+            "per training step of the task's complete records from this hardware (GPU model, or CPU "
+            "instruction set), or where it has none from others of its kind (named below), measured with as many "
+            "runs sharing the machine as they had; evaluation is not counted. CPU runs that set "
+            "their threads share the machine's cores: workers beyond cores / threads do not shorten the wall time.")
