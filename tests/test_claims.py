@@ -15,6 +15,7 @@ The checks follow reports/README.md section by section (helpers in tests/claims.
     test_claims_lr.py          whether the verdicts depend on the learning rate (lr-check)
     test_claims_standing.py    where the translation studies stand (the WMT sample, costs, devices) and the
                                verdicts the method changes changed
+    test_claims_measurements.py  docs/benchmark.md's bf16 on a CPU without AVX-512, from its measurement folder
 
 A test that guards sentences of several sections lives with the section that holds their evidence. Not
 checked: the sentences about `scale` (still training), and values the two "Verdicts changed"
