@@ -146,10 +146,11 @@ def test_the_progress_bar_shows_only_for_slow_work(monkeypatch):
 
     from rich.console import Console
 
-    for after, shown in ((60.0, False), (0.0, True)):
+    for after, terminal, shown in ((60.0, True, False), (60.0, False, False), (0.0, True, True)):
         screen = StringIO()
-        monkeypatch.setattr(cli_dry_run, "errors", Console(file=screen, force_terminal=True, width=100))
+        monkeypatch.setattr(cli_dry_run, "errors", Console(file=screen, force_terminal=terminal, width=100))
         with progress_bar("comparing definitions", after=after) as progress:
             for done in range(1, 11):
                 progress(done, 10)
         assert ("comparing definitions" in screen.getvalue()) == shown
+        assert shown or screen.getvalue() == ""  # not even an empty line, on a terminal or in a log

@@ -116,7 +116,8 @@ def progress_bar(description: str, after: float = 2.0) -> Iterator[Callable[[int
     try:
         yield progress
     finally:
-        bar.stop()
+        if bar.live.is_started:  # stopping a bar never shown would print an empty line
+            bar.stop()
 
 
 def dry_run_summary(left: Left, unknown: list[str], workers: int, to_run: int) -> str:
