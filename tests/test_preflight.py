@@ -153,3 +153,13 @@ def test_zoo_bench_warns_that_its_bf16_measurements_take_the_slow_path(monkeypat
     monkeypatch.setattr(machine, "cpu_has_bf16_matmul", lambda: True)
     assert main(["bench", "--device", "cpu", "--json"]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_zoo_run_warns_before_it_trains(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(machine, "cpu_has_bf16_matmul", lambda: False)
+    path = experiment_file(tmp_path, **{**BF16, "seeds = [0, 1]": "seeds = [0]", "steps = 40": "steps = 2"})
+    assert main(["run", str(path), "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-live"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "zoo: warning: 2 runs of smoke train in bf16 on this CPU" in err
+    assert err.index("zoo: warning:") < err.index("complete")  # said before the grid's results
+    assert len(list((tmp_path / "out" / "records").rglob("seed-*.json"))) == 2  # a warning, not a refusal
