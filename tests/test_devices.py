@@ -11,7 +11,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import ffn_plugin, tiny_experiment
+from grid_files import ffn_plugin, tiny_experiment
 
 from zoo.experiment import load_experiment
 from zoo.experiment.executors import CUDA_VISIBLE, ExecutorError, _Worker, create, gpu_of_worker, visible_gpus

@@ -18,7 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import ffn_plugin, tiny_experiment
+from grid_files import ffn_plugin, tiny_experiment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

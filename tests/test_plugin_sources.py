@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import ffn_plugin, tiny_experiment
+from grid_files import ffn_plugin, tiny_experiment
 from import_graph import graph
 
 from zoo import plugins

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import ffn_plugin, tiny_experiment
+from grid_files import ffn_plugin, tiny_experiment
 
 from zoo import plugins
 from zoo.plugins import PluginError, load, load_all

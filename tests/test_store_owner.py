@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import tiny_experiment
+from grid_files import tiny_experiment
 
 from zoo.cli import main
 from zoo.experiment import load_experiment, owner

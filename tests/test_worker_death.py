@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import ffn_plugin, tiny_experiment
+from grid_files import ffn_plugin, tiny_experiment
 
 # An FFN whose forward ends its process the first time it trains (not while `zoo run` checks the plugin's
 # components before the grid starts): the marker file makes it once per grid.
