@@ -57,6 +57,19 @@ def switch(slot: str, name: str) -> dict[str, str]:
     return {f"{slot}.{zoo.registry.slot(slot).key}": name}
 
 
+@pytest.fixture(autouse=True)
+def _plugins_loaded_by_a_test_end_with_it():
+    """A plugin a test loads stays loaded in this process, and every later grid carries the loaded plugins to its
+    workers (Cell.plugins): the fuzzed plugins of test_fuzz_plugins, run before test_devices, made a Ray worker of
+    the latter refuse two plugins registering one name. Each test ends with the plugins loaded before it."""
+    from zoo import plugins
+
+    before = dict(plugins._loaded)
+    yield
+    plugins._loaded.clear()
+    plugins._loaded.update(before)
+
+
 @pytest.fixture
 def tiny():
     return make_tiny
