@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 from smoke_runs import SMOKE, TRAIN, experiment_file
 
 from zoo import machine
@@ -163,3 +164,21 @@ def test_zoo_run_warns_before_it_trains(tmp_path, monkeypatch, capsys):
     assert "zoo: warning: 2 runs of smoke train in bf16 on this CPU" in err
     assert err.index("zoo: warning:") < err.index("complete")  # said before the grid's results
     assert len(list((tmp_path / "out" / "records").rglob("seed-*.json"))) == 2  # a warning, not a refusal
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="asks about a GPU this machine lacks")
+def test_a_gpu_this_machine_lacks_is_forecast_from_the_gpu_records_without_naming_them_or_a_split(grid):
+    """A dry-run may forecast GPU runs on a machine without a GPU: the GPU records give the rate, and with no GPU
+    here to set them against there is neither a 'made on other hardware' line nor a split seed."""
+    found = records_of(grid)
+    for name in ("post-norm/copy/seed-0", "pre-norm/copy/seed-1"):
+        found.pop(name).unlink()  # one arm of each seed left to run
+    for path in found.values():
+        record = json.loads(path.read_text())
+        record["summary"]["device"] = "cuda (NVIDIA H200)"
+        path.write_text(json.dumps(record))
+    experiment = load_experiment(experiment_file(grid, **{'device = "cpu"': 'device = "cuda"'}))
+    [row] = forecast(experiment, cells(experiment, grid / "runs", grid / "records"))
+    assert row.device == "cuda" and row.seconds_per_step is not None
+    assert (row.here, row.measured_on) == (None, ())
+    assert warnings(experiment, cells(experiment, grid / "runs", grid / "records")) == []

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import Progress
 
+from zoo.cli_process import warn
 from zoo.experiment import store
 from zoo.experiment.executors import worker_threads
 from zoo.experiment.grid import Part
@@ -35,7 +35,7 @@ def warn_about_this_machine(experiment, grid) -> None:
     from zoo.experiment.preflight import warnings
 
     for line in warnings(experiment, grid):
-        errors.print(f"[yellow]zoo: warning:[/] {escape(line)}", soft_wrap=True)
+        warn(errors, line)
 
 
 def dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: Part) -> int:

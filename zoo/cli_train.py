@@ -11,12 +11,13 @@ from rich.markup import escape
 from rich.progress import Progress
 
 from zoo.bench import MIN_LENGTH as MIN_BENCH_LENGTH
+from zoo.cli_process import warn
 from zoo.config_io import parse_assignments
 from zoo.data import TaskConfig, check_files, load_task
 from zoo.data.corpus import decode_utf8
 from zoo.decode import MAX_BEAM, DecodeConfig
 from zoo.errors import RunError, ZooError
-from zoo.machine import bf16_warning, hardware_here
+from zoo.machine import bf16_warning, device_type_here
 from zoo.spec import load_spec
 from zoo.terminal import Table
 from zoo.train import Trainer, check_fits, fit_to_task, load_run, load_train_config, save_evaluation
@@ -72,9 +73,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _warn_about_bf16(runs: str, device: str) -> None:
     """zoo.machine.bf16_warning, where `runs` train in bf16 on this machine's CPU (train.device `device`)."""
-    warning = bf16_warning(runs) if hardware_here(device).startswith("cpu") else None
-    if warning:
-        errors.print(f"[yellow]zoo: warning:[/] {escape(warning)}", soft_wrap=True)
+    if device_type_here(device) == "cpu":
+        warn(errors, bf16_warning(runs))
 
 
 def _decode_config(args: argparse.Namespace) -> DecodeConfig:

@@ -44,16 +44,25 @@ def cpu_hardware(capability: str | None = None) -> str:
     return f"cpu ({capability or cpu_capability()})"
 
 
-def hardware_here(device: str) -> str:
-    """Where a run whose train.device is `device` trains on this machine: 'cpu (AVX2)' or 'cuda (NVIDIA H200)'."""
+def device_type_here(device: str) -> str:
+    """'cpu' or 'cuda': where a run whose train.device is `device` trains on this machine ('auto': a GPU if PyTorch
+    sees one). A dry-run may ask about 'cuda' on a machine without one: the answer is still 'cuda'."""
+    from zoo.train.loop import select_device
+
+    return select_device("auto").type if device == "auto" else device
+
+
+def hardware_here(device: str) -> str | None:
+    """The hardware a run whose train.device is `device` trains on here: 'cpu (AVX2)', 'cuda (NVIDIA H200)'; None
+    where there is none to name (a GPU asked for on a machine without one: the run fails on its own)."""
     import torch
 
-    from zoo.train.loop import describe_device, select_device
+    from zoo.train.loop import describe_device
 
-    chosen = select_device("auto") if device == "auto" else torch.device(device)
-    if chosen.type == "cuda" and not torch.cuda.is_available():
-        return "cuda"  # a run that asks for a GPU this machine lacks fails on its own, with its own message
-    return cpu_hardware() if chosen.type == "cpu" else describe_device(chosen)
+    kind = device_type_here(device)
+    if kind == "cpu":
+        return cpu_hardware()
+    return describe_device(torch.device(kind)) if torch.cuda.is_available() else None
 
 
 def bf16_warning(runs: str) -> str | None:

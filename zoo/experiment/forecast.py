@@ -24,9 +24,8 @@ from zoo.experiment import record as records
 from zoo.experiment import store
 from zoo.experiment.grid import Cell, cell_state, definitions
 from zoo.experiment.preflight import hardware_of
-from zoo.machine import hardware_here
+from zoo.machine import device_type_here, hardware_here
 from zoo.rundir import RunError
-from zoo.train.loop import select_device
 
 
 @dataclass
@@ -41,7 +40,7 @@ class TaskForecast:
     unbounded: int = 0  # cells to run whose budget is not in steps (epochs or minutes)
     seconds_per_step: float | None = None  # median over the task's complete records; None without any
     device: str = "cpu"  # where the cells to run would train here: cpu or cuda
-    here: str = ""  # the hardware they would train on here: 'cpu (AVX2)', 'cuda (NVIDIA H200)'
+    here: str | None = None  # the hardware they would train on here: 'cpu (AVX2)', 'cuda (NVIDIA H200)'
     measured_on: tuple[str, ...] = ()  # the hardware of the records giving the rate, where it is not `here`
     threads: int | None = None  # the most CPU threads a cell to run sets (TrainConfig.threads); None: none sets them
 
@@ -142,7 +141,7 @@ class _Budget:
     steps: int | None
     seconds_per_step: float | None  # the median of the records that give a rate, or None
     device: str
-    here: str
+    here: str | None
     measured_on: tuple[str, ...]  # the hardware of those records, where it is not `here`
     threads: int | None
 
@@ -151,12 +150,10 @@ def _budget(current: dict, rates: dict[tuple[str, str], dict[str, list[float]]])
     """What a cell defined as `current` would cost to train here: from the records made on this hardware where
     there are any, else from those of every other hardware of the same device type."""
     train = current["train"]
-    # the device named, or where 'auto' puts the runs here: a dry-run forecasts even for a GPU it lacks
-    device = select_device("auto").type if train["device"] == "auto" else train["device"]
-    here = hardware_here(train["device"])
+    device, here = device_type_here(train["device"]), hardware_here(train["device"])  # a dry-run may lack the GPU
     measured = rates.get((store.digest({"task": current["task"], "data": current["data"]}), device), {})
-    same = measured.get(here)
+    same = measured.get(here) if here else None
     pooled = same or [rate for found in measured.values() for rate in found]
-    elsewhere = not same and pooled and here != "cuda"  # bare 'cuda': no GPU here to set them against
+    elsewhere = here and pooled and not same  # with no hardware here to name, there is nothing to set them against
     return _Budget(train["steps"], statistics.median(pooled) if pooled else None, device, here,
                    tuple(sorted(measured)) if elsewhere else (), train.get("threads"))

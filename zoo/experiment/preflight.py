@@ -17,7 +17,7 @@ from collections import defaultdict
 
 from zoo.experiment import record as records
 from zoo.experiment.grid import Cell, cell_state, definitions
-from zoo.machine import bf16_warning, cpu_hardware, hardware_here
+from zoo.machine import bf16_warning, cpu_hardware, device_type_here, hardware_here
 from zoo.rundir import RunError
 
 
@@ -49,15 +49,15 @@ def warnings(experiment, grid: list[Cell]) -> list[str]:
         elif not cell.reuse:
             to_run.append((cell, current["train"]))
     lines = []
-    bf16 = [cell for cell, train in to_run if train["precision"] == "bf16" and hardware_here(train["device"])
-            .startswith("cpu")]
+    bf16 = [cell for cell, train in to_run
+            if train["precision"] == "bf16" and device_type_here(train["device"]) == "cpu"]
     if bf16:
         lines.append(bf16_warning(f"{len(bf16)} run{'s' if len(bf16) > 1 else ''} of {experiment.name} "
                                   f"train{'' if len(bf16) > 1 else 's'}"))
     split: dict[tuple[str, str], dict[int, list]] = defaultdict(dict)  # (task, here) -> seed -> [there, arms left]
     for cell, train in to_run:
         here, there = hardware_here(train["device"]), trained.get((cell.task, cell.seed), {})
-        if there and here != "cuda" and here not in there:  # bare 'cuda': no GPU here, the run fails on its own
+        if there and here and here not in there:
             split[cell.task, here].setdefault(cell.seed, [there, 0])[1] += 1
     for (task, here), seeds in sorted(split.items()):
         described = "; ".join(f"seed {seed} has {', '.join(f'{n} on {w}' for w, n in sorted(there.items()))} and "
