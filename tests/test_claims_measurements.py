@@ -45,6 +45,8 @@ def test_bf16_trains_torch_nn_transformer_slower_than_fp32_on_the_avx2_cpu():
 def test_a_bf16_step_of_the_scale_model_takes_20_to_35_fp32_steps():
     said(DOCS / "benchmark.md", "a step of the scale study's model took 20 to 35 times its fp32 time, 93% of it in "
                                 "`aten::mm`")
+    said(DOCS / "training.md", "on an AVX2 CPU a bf16 step took 20 to 35 times an fp32 one")
+    said(DOCS / "experiments.md", "on an AVX2 CPU a step of the scale study took 20 to 35 times as long as in fp32")
     said(AVX2 / "README.md", "fp32 2.01 s (reference) and 1.16 s (fast-attention); bf16 40.86 s and 40.99 s, 20 and "
                              "35 times the fp32 steps. A profile of one bf16 step puts 93% of it in `aten::mm`.")
     found = steps()
