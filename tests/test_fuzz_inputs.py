@@ -108,7 +108,7 @@ def render(document: dict) -> str:
 @pytest.mark.timeout(600)
 @many(2500)
 @given(st.lists(st.tuples(st.sampled_from(PLACES), json_values), min_size=1, max_size=3))
-def test_mutated_experiment_files_load_or_are_one_line(tmp_path_factory, mutations):
+def test_mutated_experiment_files_load_or_are_one_line(tmp_path, mutations):
     document = json.loads(json.dumps(EXPERIMENT))
     for place, value in mutations:
         parent = document
@@ -118,7 +118,7 @@ def test_mutated_experiment_files_load_or_are_one_line(tmp_path_factory, mutatio
             parent[place[-1]] = value
         except (KeyError, IndexError, TypeError):
             continue
-    path = tmp_path_factory.mktemp("experiment") / "fuzz.toml"
+    path = tmp_path / "fuzz.toml"  # rewritten by each case: a numbered folder each cost a scan of the others
     path.write_text(render(document))
     one_line(lambda: load_experiment(path))
 
@@ -137,8 +137,8 @@ YAML_SPECS = st.one_of(
 @pytest.mark.timeout(600)
 @many(1500)
 @given(YAML_SPECS)
-def test_yaml_specs_load_or_are_one_line(tmp_path_factory, text):
-    path = tmp_path_factory.mktemp("spec") / "spec.yaml"
+def test_yaml_specs_load_or_are_one_line(tmp_path, text):
+    path = tmp_path / "spec.yaml"
     path.write_text(text, encoding="utf-8", errors="surrogateescape")
     one_line(lambda: load_spec(path))
 
