@@ -191,9 +191,12 @@ def test_a_log_shows_cells_of_another_definition_as_stale_until_they_run_again(t
     (2, 2, 4, False),
     (4, 2, 4, True),
     (2, None, 2, False),  # threads not set: the local executor gives each worker cores // workers
+    (2, 2, 2, "cuda"),  # as the first, on a GPU (the scale study's seeds on an H200): threads feed it, no warning
 ])
 def test_workers_whose_runs_want_more_threads_than_cores_are_warned(tmp_path, workers, threads, cores, warned):
     text = SMOKE.read_text().replace("threads = 1", "" if threads is None else f"threads = {threads}")
+    if warned == "cuda":
+        text, warned = text.replace('device = "cpu"', 'device = "cuda"'), False
     (tmp_path / "smoke.toml").write_text(text)
     experiment = load_experiment(tmp_path / "smoke.toml")
 

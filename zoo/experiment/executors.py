@@ -36,6 +36,7 @@ from zoo.errors import ZooError, install_hint
 from zoo.experiment import store
 from zoo.experiment.cell import execute, record_death
 from zoo.experiment.grid import Cell
+from zoo.machine import device_type_here
 from zoo.plugins import PluginError, load_all
 
 Results = dict[str, tuple[str, str]]  # cell name -> (status, reason), as `execute` returns them
@@ -239,12 +240,15 @@ class Local(Executor):
         return self.options.workers
 
     def oversubscribed(self, experiment, grid: list[Cell], cores: int | None = None) -> str | None:
-        """A warning where the workers' runs set more CPU threads (TrainConfig.threads) in all than the machine
-        has cores: the runs then share the cores, and the grid is no faster than with fewer workers."""
+        """A warning where the workers' CPU runs set more threads (TrainConfig.threads) in all than the machine
+        has cores: the runs then share the cores, and the grid is no faster than with fewer workers. Runs that
+        train on a GPU here are not counted: their threads only feed the GPU, and no core count bounds them."""
         cores = cores or os.cpu_count() or 1
         tasks = {entry.key: entry for entry in experiment.config.tasks}
-        threads = max((experiment.train_config(tasks[cell.task], cell.seed, cell.variant).threads or 0
-                       for cell in {(cell.variant, cell.task): cell for cell in grid}.values()), default=0)
+        configs = [experiment.train_config(tasks[cell.task], cell.seed, cell.variant)
+                   for cell in {(cell.variant, cell.task): cell for cell in grid}.values()]
+        threads = max((config.threads or 0 for config in configs if device_type_here(config.device) == "cpu"),
+                      default=0)
         at_once = min(self.options.workers, len(grid))
         if at_once < 2 or not threads or at_once * threads <= cores:
             return None
