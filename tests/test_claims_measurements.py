@@ -96,10 +96,13 @@ def test_bf16_mfu_of_paper_base_at_the_papers_batches_on_the_h200():
         assert f"{found[f'matmul_{precision}_peak_flop_s'] / 1e12:.{digits}f} TFLOP/s" == peak
     rows = {"`torch.nn.Transformer`": "_torch", "zoo, reference path": "_zoo", "zoo, fast path, eager": "_fast",
             "zoo, fast path, CUDA graphs": "_graphed"}
-    for row, key in rows.items():
-        cells = [f"{found[f'train_fp32{key}_tok_s']:,.0f}", f"{found[f'train_bf16{key}_tok_s']:,.0f}"]
+    for row, key in rows.items():  # tokens/s and, for zoo's paths, the share of the peak, per precision
+        cells = [f"{found[f'train_{precision}{key}_tok_s']:,.0f}" for precision in ("fp32", "bf16")]
+        path = key.removeprefix("_zoo")  # the reference path's peak fraction has no suffix
+        shares = ([f"{found[f'train_{precision}{path}_peak_fraction']:.1%}" for precision in ("fp32", "bf16")]
+                  if key != "_torch" else ["", ""])
         line = next(line for line in (H200 / "README.md").read_text().splitlines() if line.startswith(f"| {row} |"))
-        assert [cell.strip() for cell in line.split("|")[2:5:2]] == cells, row
+        assert [cell.strip() for cell in line.split("|")[2:6]] == [cells[0], shares[0], cells[1], shares[1]], row
     first = json.loads((H200 / "bench-512-batch1000-rounds1.json").read_text())
     said(H200 / "README.md", "The one-round call gave the same picture (22.2%, 19.7%, 18.8%).")
     assert [f"{first[f'train_bf16{p}_peak_fraction']:.1%}" for p in PATHS.values()] == ["22.2%", "19.7%", "18.8%"]
@@ -120,3 +123,8 @@ def test_the_scale_grids_seeds_on_the_h200_against_their_records():
         ("cuda (NVIDIA H200)", 10)}
     train = [r["summary"]["train_seconds"] for r in records]
     assert (round(min(train)), round(max(train))) == (60, 96)
+    said(H200 / "README.md", "`nvidia-smi`, sampled every 30 s, read 100% utilisation in the first 9 of 10 samples "
+                             "of each call and 0% in the last, as the runs finished.")
+    for seed in (2, 3):
+        use = [line.split(" %")[0] for line in (H200 / f"gpu-use-seed-{seed}.txt").read_text().splitlines()]
+        assert use == ["100"] * 9 + ["0"], seed
