@@ -184,19 +184,19 @@ def test_a_log_shows_cells_of_another_definition_as_stale_until_they_run_again(t
         assert records.read(tmp_path / "records" / f"{cell}.json").definition["train"]["steps"] == 30
 
 
-@pytest.mark.parametrize("workers, threads, cores, warned", [
-    (2, 2, 2, True),  # the scale study's 2-thread runs, two at once on the 2-core machine
-    (1, 2, 2, False),  # one at a time: as declared
-    (2, 1, 2, False),  # the ablations: 1-thread runs, two at once
-    (2, 2, 4, False),
-    (4, 2, 4, True),
-    (2, None, 2, False),  # threads not set: the local executor gives each worker cores // workers
-    (2, 2, 2, "cuda"),  # as the first, on a GPU (the scale study's seeds on an H200): threads feed it, no warning
+@pytest.mark.parametrize("workers, threads, cores, device, warned", [
+    (2, 2, 2, "cpu", True),  # the scale study's 2-thread runs, two at once on the 2-core machine
+    (1, 2, 2, "cpu", False),  # one at a time: as declared
+    (2, 1, 2, "cpu", False),  # the ablations: 1-thread runs, two at once
+    (2, 2, 4, "cpu", False),
+    (4, 2, 4, "cpu", True),
+    (2, None, 2, "cpu", False),  # threads not set: the local executor gives each worker cores // workers
+    (2, 2, 2, "cuda", False),  # GPU runs (the scale study's seeds on an H200): their threads feed the GPU
 ])
-def test_workers_whose_runs_want_more_threads_than_cores_are_warned(tmp_path, workers, threads, cores, warned):
+def test_workers_whose_runs_want_more_threads_than_cores_are_warned(tmp_path, workers, threads, cores, device,
+                                                                     warned):
     text = SMOKE.read_text().replace("threads = 1", "" if threads is None else f"threads = {threads}")
-    if warned == "cuda":
-        text, warned = text.replace('device = "cpu"', 'device = "cuda"'), False
+    text = text.replace('device = "cpu"', f'device = "{device}"')
     (tmp_path / "smoke.toml").write_text(text)
     experiment = load_experiment(tmp_path / "smoke.toml")
 
