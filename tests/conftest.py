@@ -9,6 +9,13 @@ from __future__ import annotations
 
 import os
 
+# zoo's consoles are built when zoo is imported, and rich keeps a COLUMNS it finds then for good: an inherited
+# COLUMNS (pytest-xdist's workers get 80; a shell may export its own) would pin every console, and the tests that
+# set the width they print at (test_terminal, test_cli) would print at another. Without it, a console reads the
+# width each time it prints, as in a `zoo` process.
+for _pinned in ("COLUMNS", "LINES"):
+    os.environ.pop(_pinned, None)
+
 import pytest
 import torch
 from fake_study import write_study
