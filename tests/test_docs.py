@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import tomllib
 from pathlib import Path
 
 import pandas as pd
@@ -133,3 +134,16 @@ def test_the_readme_is_a_tool_readme_a_newcomer_reads_in_minutes():
     assert len(text.splitlines()) <= 200
     for heading in ("## Two commands", "## What you can do", "## Plugins", "## Trackers", "## Data", "## The studies"):
         assert heading in text, heading
+
+
+def test_what_the_readme_and_layout_say_of_the_suites_processes_is_pyprojects_config():
+    """README and docs/layout.md say how `python3 -m pytest` spreads the tests; pyproject's addopts decide it."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    options = project["tool"]["pytest"]["ini_options"]["addopts"].split()
+    assert (options[options.index("-n") + 1], options[options.index("--maxprocesses") + 1]) == ("logical", "4")
+    assert any(need.startswith("pytest-xdist") for need in project["project"]["optional-dependencies"]["dev"])
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "runs the whole suite (ruff included), as CI does, a process per CPU." in readme
+    layout = " ".join((ROOT / "docs" / "layout.md").read_text().split())
+    assert ("`python3 -m pytest` runs a test process per logical CPU (pytest-xdist, at most 4; `--pdb` turns that "
+            "off); `python3 -m pytest -n 0` runs every test in one process.") in layout
