@@ -53,6 +53,9 @@ OTHER_DIRECTIONS = {
 }
 OTHER_BOUNDS = {"tok_per_s": (0, math.inf), "valid_ppl": (1, math.inf), "test_ppl": (1, math.inf)}
 TIMINGS = {"tok_per_s", "seconds", "train_seconds", "finished"}
+# The machine's numbers, not the model's: a run's speed says as much about where it trained as about what trained,
+# so these columns are summarised and compared only between runs on one device.
+DEVICE_BOUND = ("tok_per_s", "train_seconds")
 CURVE_SUMMARIES = {"curve_area": oc.curve_area, "late_change": oc.late_change}  # of the primary validation curve
 
 
@@ -152,6 +155,9 @@ class TaskAnalysis:
     failure_adjusted: dict[str, float] = field(default_factory=dict)  # variant -> p adjusted over the report
     comparisons: dict[str, Comparison] = field(default_factory=dict)  # variant -> primary vs baseline
     descriptive: dict[str, dict[str, Difference]] = field(default_factory=dict)  # variant -> metric -> result
+    devices: list[str] = field(default_factory=list)  # where its trained runs ran
+    # variant -> metric -> device -> result: the descriptive metrics that are DEVICE_BOUND, compared per device
+    per_device: dict[str, dict[str, dict[str, Difference]]] = field(default_factory=dict)
     survival: dict[str, oc.Survival] = field(default_factory=dict)
     reach: dict[str, tuple[list[float], list[bool]]] = field(default_factory=dict)  # steps, reached?
     logrank: dict[str, float] = field(default_factory=dict)  # variant -> log-rank p against the baseline
@@ -228,13 +234,27 @@ class Analyst:
         """Seeds whose run completed and learned (outcome 'complete'), in seed order."""
         return [s for s in self.experiment.config.seeds if self.outcome(variant, task, s) == oc.COMPLETE]
 
-    def values(self, task: TaskEntry, variant: str, metric: str) -> list[float]:
+    def devices(self, task: TaskEntry) -> list[str]:
+        """The devices `task`'s trained runs ran on, sorted ('' for a record that does not name one)."""
+        rows = self.frame[self.frame.task == task.key].set_index(["variant", "seed"])
+        return sorted({str(rows.loc[(variant, seed), "device"])
+                       for variant in self.labels for seed in self.trained(task, variant)})
+
+    def values(self, task: TaskEntry, variant: str, metric: str, device: str | None = None) -> list[float]:
+        """`metric` of each trained seed of `variant`, in seed order; with `device`, of those that ran on it."""
         if metric in CURVE_SUMMARIES:
             summary = CURVE_SUMMARIES[metric]
             return [summary(*self.eval_curve(variant, task, seed, task.primary_metric))
                     for seed in self.trained(task, variant)]
         rows = self.frame[(self.frame.task == task.key) & (self.frame.variant == variant)].set_index("seed")
-        return [float(rows.loc[s, metric]) for s in self.trained(task, variant)]
+        return [float(rows.loc[s, metric]) for s in self.trained(task, variant)
+                if device is None or rows.loc[s, "device"] == device]
+
+    def within_device(self, task: TaskEntry, variant: str, metric: str, device: str) -> Difference:
+        """`variant` against the baseline on a DEVICE_BOUND `metric`, over the seeds each trained on `device`."""
+        return compare_seeds(self.values(task, self.baseline, metric, device),
+                             self.values(task, variant, metric, device), higher_is_better=higher_is_better(metric),
+                             alpha=self.settings.alpha, min_seeds=self.settings.min_seeds)
 
     def finished_values(self, task: TaskEntry, variant: str, metric: str) -> list[float]:
         """`metric` of every run that trained to the end, stalled ones included (ASO compares whole score
@@ -318,6 +338,7 @@ class Analyst:
             analysis.floors = {name: float(system["test"][task.primary_metric])
                             for name, system in floor["systems"].items() if task.primary_metric in system["test"]}
         analysis.below_floor = self.below_floor(task, analysis.floors)
+        analysis.devices = self.devices(task)
         alpha = self.settings.alpha
         for variant in labels:
             outcomes = list(analysis.outcomes[variant].values())
@@ -344,7 +365,10 @@ class Analyst:
                 analysis.logrank[variant] = oc.logrank(*analysis.reach[self.baseline], *analysis.reach[variant])
             analysis.comparisons[variant] = self.compare(task, variant, self.baseline, task.primary_metric)
             analysis.descriptive[variant] = {m: self.compare(task, variant, self.baseline, m).result
-                                          for m in descriptive_metrics if m != task.primary_metric}
+                                          for m in descriptive_metrics
+                                          if m != task.primary_metric and m not in DEVICE_BOUND}
+            analysis.per_device[variant] = {m: {d: self.within_device(task, variant, m, d) for d in analysis.devices}
+                                            for m in descriptive_metrics if m in DEVICE_BOUND}
         return analysis
 
 

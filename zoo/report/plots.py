@@ -205,17 +205,20 @@ def effects_overview(experiment: Experiment, tasks: list[TaskAnalysis], titles: 
 
 
 def throughput(experiment: Experiment, frame: pd.DataFrame, path: Path) -> Path:
-    """Training tokens/s per variant, one panel per task (tasks differ in sentence length, so their rates share
-    no scale), the variants in the same rows: each complete seed a dot, the mean a black tick, and each variant's
-    trainable parameters written at the panel's right edge, so speed and size read together. Many variants share
-    a size, so a size axis would stack them on one another; rows keep every variant readable."""
+    """Training tokens/s per variant, one panel per task and device (tasks differ in sentence length, devices in
+    speed, so their rates share no scale), the variants in the same rows: each complete seed a dot, the mean a
+    black tick, and each variant's trainable parameters written at the panel's right edge, so speed and size read
+    together. Many variants share a size, so a size axis would stack them on one another; rows keep every variant
+    readable."""
     colors = _colors(experiment)
     variants = list(colors)
-    tasks = experiment.config.tasks
     complete = frame[frame.status == "complete"]
-    fig, panels = _variant_panels(len(tasks), variants)
-    for ax, task in zip(panels, tasks):
-        rows = complete[complete.task == task.key]
+    devices = {task.key: sorted(set(complete[complete.task == task.key].device.astype(str))) or [""]
+               for task in experiment.config.tasks}
+    cells = [(task, device) for task in experiment.config.tasks for device in devices[task.key]]
+    fig, panels = _variant_panels(len(cells), variants)
+    for ax, (task, device) in zip(panels, cells):
+        rows = complete[(complete.task == task.key) & (complete.device.astype(str) == device)]
         for y, variant in enumerate(variants):
             runs = rows[rows.variant == variant]
             if not len(runs):
@@ -229,11 +232,12 @@ def throughput(experiment: Experiment, frame: pd.DataFrame, path: Path) -> Path:
             ax.text(0.5, 0.5, "no complete runs", ha="center", va="center", transform=ax.transAxes)
         ax.set_xlim(0, 1.05 * max(rows.tok_per_s.astype(float).max() / 1000, 1e-3) if len(rows) else 1)
         ax.grid(axis="x", alpha=0.3)
-        ax.set_title(task.key, fontsize=9)
+        ax.set_title(task.key + (f" on {device}" if len(devices[task.key]) > 1 else ""), fontsize=9)
         ax.xaxis.set_major_locator(plt.MaxNLocator(5))
         ax.set_xlabel("training throughput (thousand target tokens/s)", fontsize=8)
+    split = "; a panel per device a task's runs trained on" if len(cells) > len(devices) else ""
     fig.suptitle(f"{experiment.name}: training throughput per variant (dot: a seed; tick: the mean; grey: trainable "
-                 "parameters)\nmeasured while runs shared the machine: not a speed comparison (zoo bench is)",
+                 f"parameters{split})\nmeasured while runs shared the machine: not a speed comparison (zoo bench is)",
                  fontsize=9)
     return save(fig, path)
 

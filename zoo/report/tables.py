@@ -13,7 +13,7 @@ import numpy as np
 from zoo import metrics
 from zoo.experiment import Experiment
 from zoo.experiment.schema import TaskEntry
-from zoo.report.analysis import Comparison, TaskAnalysis, bounds, detectable_phrase, metric_range
+from zoo.report.analysis import DEVICE_BOUND, Comparison, TaskAnalysis, bounds, detectable_phrase, metric_range
 from zoo.stats import ALPHA, BETTER, FEW, WORSE
 from zoo.stats import outcomes as oc
 from zoo.stats.intervals import mean_half_width
@@ -99,8 +99,8 @@ def fmt_rate(rate: oc.Rate) -> str:
     return f"{rate.count}/{rate.n} ({100 * rate.rate:.0f}%, CI {100 * rate.ci_low:.0f}–{100 * rate.ci_high:.0f}%)"
 
 
-def per_seed(values) -> str:
-    return "; ".join(fmt(v) for v in values) or "none"
+def per_seed(values, column: str = "") -> str:
+    return "; ".join(fmt(v, column) for v in values) or "none"
 
 
 def mean_interval(values: list[float], column: str, min_seeds: int, alpha: float = ALPHA) -> str:
@@ -112,7 +112,7 @@ def mean_interval(values: list[float], column: str, min_seeds: int, alpha: float
     if np.all(data == data[0]):
         return fmt(float(data[0]), column) + ("" if len(data) >= min_seeds else f" (n={len(data)})")
     if len(data) < min_seeds:
-        return f"seeds: {per_seed(data)}"
+        return f"seeds: {per_seed(data, column)}"
     mean = float(data.mean())
     half = mean_half_width(data, alpha)
     low, high = bounds(column)
@@ -146,8 +146,8 @@ def verdict_text(comparison: Comparison, min_seeds: int, short: bool = False) ->
                 }.get(verdict_class(comparison), result.verdict)
     if result.verdict == FEW:
         return (f"no verdict: {result.n_variant} v {result.n_baseline} trained seeds (< {min_seeds}); per seed "
-                f"{comparison.variant}: {per_seed(comparison.per_seed[1])}, {comparison.reference}: "
-                f"{per_seed(comparison.per_seed[0])}")
+                f"{comparison.variant}: {per_seed(comparison.per_seed[1], comparison.metric)}, "
+                f"{comparison.reference}: {per_seed(comparison.per_seed[0], comparison.metric)}")
     if result.verdict in (BETTER, WORSE):
         return f"**{result.verdict}**"
     if comparison.equivalence is not None and comparison.equivalence.equivalent:
@@ -213,7 +213,9 @@ def quality_rows(experiment: Experiment, analysis: TaskAnalysis, frame, metrics:
                                                                      + [""] * (len(header) - 3))])
             continue
         seeds = analyst.trained(task, variant)
-        cells = [mean_interval(analyst.values(task, variant, c), c, min_seeds) for c in columns]
+        cells = [per_device({d: mean_interval(analyst.values(task, variant, c, d), c, min_seeds)
+                             for d in analysis.devices}) if c in DEVICE_BOUND else
+                 mean_interval(analyst.values(task, variant, c), c, min_seeds) for c in columns]
         if task.threshold is not None:
             km = analysis.survival[variant]
             cells.append("—" if not km.n else f"not reached ({km.reached}/{km.n})" if math.isinf(km.median) else
@@ -272,15 +274,26 @@ def descriptive_rows(analysis: TaskAnalysis, metrics: list[str]) -> tuple[list[s
         header.append("steps to threshold: log-rank p")
     rows = []
     for variant, results in analysis.descriptive.items():
-        cells = []
-        for metric in metrics:
-            r = results.get(metric)
-            few = r is None or r.verdict == FEW
-            cells.append("—" if few else fmt_effect(r.difference, r.ci_low, r.ci_high, metric))
+        cells = [per_device({d: fmt_result(r, metric) for d, r in analysis.per_device[variant][metric].items()})
+                 if metric in DEVICE_BOUND else fmt_result(results.get(metric), metric) for metric in metrics]
         if analysis.task.threshold is not None:
             cells.append(fmt_p(analysis.logrank.get(variant, math.nan)))
         rows.append([variant, *cells])
     return header, rows
+
+
+def fmt_result(result, metric: str) -> str:
+    """A descriptive difference with its interval, or '—' where there is none (too few seeds)."""
+    return "—" if result is None or result.verdict == FEW else fmt_effect(result.difference, result.ci_low,
+                                                                          result.ci_high, metric)
+
+
+def per_device(cells: dict[str, str]) -> str:
+    """One cell of a DEVICE_BOUND column from its cell per device: the cell itself where every run trained on one
+    device, else 'device: cell' for each (a mean of two machines' speeds would be neither's)."""
+    if len(cells) <= 1:
+        return next(iter(cells.values()), "—")
+    return "; ".join(f"{md_text(device) or 'unnamed device'}: {cell}" for device, cell in cells.items())
 
 
 def md_text(value: object) -> str:

@@ -18,6 +18,7 @@ from zoo.report.tables import (
     descriptive_rows,
     label,
     md_table,
+    md_text,
     outcome_rows,
     quality_rows,
     task_metrics,
@@ -45,6 +46,15 @@ def stall_rule(task, primary: str) -> str:
     return "stalled = complete but " + " or ".join(parts)
 
 
+def device_note(analysis: TaskAnalysis) -> str:
+    """Why the speed columns are split by device, where the task's runs trained on more than one."""
+    if len(analysis.devices) < 2:
+        return ""
+    return (f" The runs trained on {len(analysis.devices)} devices ({', '.join(md_text(d) for d in analysis.devices)}),"
+            " and a speed belongs to its machine: train tok/s is summarised, and compared with the baseline, over "
+            "each device's seeds apart (Provenance says which seeds trained where).")
+
+
 def task_section(report: Report, analysis: TaskAnalysis, out_dir: Path) -> list[str]:
     """The task's section under its heading: budget and floors, outcomes, quality, the verdicts, its plots."""
     experiment, task = report.experiment, analysis.task
@@ -62,7 +72,7 @@ def task_section(report: Report, analysis: TaskAnalysis, out_dir: Path) -> list[
              "### Outcomes", "", md_table(*outcome_rows(experiment, analysis)), "",
              "### Quality (trained seeds only)", "",
              f"Mean [95% CI over seeds]; fewer than {settings.min_seeds} trained seeds show each seed's value. "
-             "* = interval clipped to the metric's range.", "",
+             "* = interval clipped to the metric's range." + device_note(analysis), "",
              md_table(*quality_rows(experiment, analysis, report.frame, metrics, report.analyst)), ""]
     collapsed = [f"{v} ≡ {w}" for v, w in analysis.collapsed.items()]
     if collapsed:
