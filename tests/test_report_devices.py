@@ -8,11 +8,14 @@ import shutil
 
 import numpy as np
 import pytest
+from fake_study import EXPERIMENT
 from scipy import stats as scipy_stats
 
+from zoo.experiment import load_experiment
 from zoo.experiment import record as records
 from zoo.report import analyse, plots
 from zoo.report.collect import record_path
+from zoo.report.findings import UNTESTABLE
 from zoo.report.sections.task import device_note
 from zoo.report.tables import descriptive_metrics, descriptive_rows, quality_rows
 
@@ -92,3 +95,14 @@ def test_on_one_device_throughput_reads_as_before(fake, report):
     assert analysis.devices == ["cpu"] and device_note(analysis) == ""
     header, rows = quality_rows(experiment, analysis, report.frame, ["tok_per_s"], report.analyst)
     assert {row[0]: row[header.index("train tok/s")] for row in rows}["conv1d"] == "800"  # every seed alike
+
+
+def test_a_finding_about_speed_is_not_tested_across_devices(two_devices, tmp_path):
+    experiment, report = two_devices
+    speedy = tmp_path / "fake.toml"
+    speedy.write_text(EXPERIMENT + '[[findings]]\nkind = "direction"\nvariant = "conv1d"\nmetric = "tok_per_s"\n'
+                      'expect = "better"\nclaim = "Conv1d trains faster"\nsource = "nobody"\n')
+    checks = analyse(load_experiment(speedy), report.analyst.records.root).checks
+    [speed] = [c for c in checks if c.finding.metric == "tok_per_s"]
+    assert speed.outcome == UNTESTABLE and "tok_per_s is the machine's" in speed.evidence
+    assert "trained on 2 devices" in speed.evidence

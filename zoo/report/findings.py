@@ -11,9 +11,10 @@ regime it needs (zoo/experiment/schema.py: Finding, Regime). For every task it n
                      and whether the published effect lies inside the (unadjusted) 1 - alpha interval
     not testable here  the regime does not hold (too few seeds, not converged or a budget the task declares
                      below its plateau, more than one factor differs, no margin declared, a baseline below the
-                     task's trivial floor), with the reason; or a direction finding whose published effect lies
-                     within the task's equivalence margin is not significant ("not testable at this margin", with
-                     the seeds that would make it testable): "equivalent within ±1" must not read as "no effect"
+                     task's trivial floor, a speed of runs on more than one device), with the reason; or a
+                     direction finding whose published effect lies within the task's equivalence margin is not
+                     significant ("not testable at this margin", with the seeds that would make it testable):
+                     "equivalent within ±1" must not read as "no effect"
 
 Same-function claims are answered by the equivalence check (weight transplant), not by training.
 """
@@ -27,7 +28,14 @@ import numpy as np
 
 from zoo.experiment import Experiment
 from zoo.experiment.schema import Finding, TaskEntry
-from zoo.report.analysis import Analyst, Comparison, TaskAnalysis, compared_columns, detectable_phrase
+from zoo.report.analysis import (
+    DEVICE_BOUND,
+    Analyst,
+    Comparison,
+    TaskAnalysis,
+    compared_columns,
+    detectable_phrase,
+)
 from zoo.report.collect import ReportError
 from zoo.report.equiv import Matrix
 from zoo.stats import BETTER, FEW, WORSE
@@ -158,6 +166,9 @@ def _check_task(experiment: Experiment, analyst: Analyst, finding: Finding, anal
         comparison = analyst.compare(task, finding.variant, reference, metric)
     counted = (comparison.result.n_baseline, comparison.result.n_variant)
     problems = regime_problems(experiment, analyst, finding, task, reference, counted)
+    if metric in DEVICE_BOUND and len(analysis.devices) > 1:
+        problems.append(f"{metric} is the machine's as much as the model's, and the runs trained on "
+                        f"{len(analysis.devices)} devices")
     margin = task.margin if metric == analysis.primary else None
     if problems:
         return Check(finding, task.key, metric, UNTESTABLE, "; ".join(problems), untested=comparison, margin=margin)
