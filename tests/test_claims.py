@@ -18,8 +18,8 @@ The checks follow reports/README.md section by section (helpers in tests/claims.
     test_claims_measurements.py  docs/benchmark.md's bf16 on a CPU without AVX-512, from its measurement folder
 
 A test that guards sentences of several sections lives with the section that holds their evidence. Not
-checked: the sentences about `scale` (still training), and values the two "Verdicts changed"
-tables quote from before a change (no record gives them any more).
+checked: the sentences about `scale`'s design (its results are still training; that it is, is checked), and
+values the two "Verdicts changed" tables quote from before a change (no record gives them any more).
 """
 
 from __future__ import annotations
@@ -71,6 +71,17 @@ def test_the_readmes_quickstart_paragraph():
     placebo = analysis.comparisons["pre-norm-conv1d"]
     assert placebo.reference == "pre-norm" and verdict_class(placebo) == "equivalent"
     assert placebo.equivalence.margin == 5.0
+
+
+def test_the_readme_points_to_what_to_use_at_d_model_64_while_the_scale_study_trains():
+    said(README, "the ablations at 4x the width (still training)")
+    scale = experiment("scale").config
+    recorded = list((ROOT / "reports" / "scale" / "records").glob("*/*/seed-*.json"))
+    assert len(recorded) < len(scale.seeds) * len(scale.variants) * len(scale.tasks)
+    assert not (ROOT / "reports" / "scale" / "report.md").exists()
+    said(README, 'what they found, and which choices to make at d_model 64 ("What to use")')
+    said(REPORTS, "**What to use, from these numbers.** Each line holds at the scale and budgets it was measured "
+                  "at: d_model 64 with 2+2 layers")
 
 
 # -- reports/README: the table of folders ---------------------------------------------------------------------------
