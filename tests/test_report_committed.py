@@ -119,7 +119,7 @@ def test_an_arm_with_one_failed_run_is_asked_for_more_seeds_not_called_a_failure
     from zoo.report.tables import failing_arm, plan_notes
     from zoo.stats.outcomes import clopper_pearson
 
-    comparison = SimpleNamespace(reference="base", variant="new")
+    comparison = SimpleNamespace(reference="base", variant="new", undetectable=None)
     for failed, runs, expected in ((1, 1, None), (2, 3, None), (3, 3, "new")):
         analysis = SimpleNamespace(instability={"base": clopper_pearson(0, 5), "new": clopper_pearson(failed, runs)},
                                    comparisons={"new": comparison}, primary="bleu")
@@ -148,6 +148,28 @@ def test_unequal_seeds_whose_permutation_floor_is_above_the_corrected_level_say_
     assert blocked.undetectable == "correction"  # not "range", though an infinite Δ exceeds every range
     assert fmt_detectable(blocked) == "cannot reject after correction (no outcome of these runs has p < 0.0036)"
     assert at_level(c, 0.05, 1.0).unreachable is None  # 0.029 < 0.05: a 4 v 3 test can reject alone
+
+
+def test_zoo_plan_says_once_below_its_table_why_unequal_seeds_detect_nothing_yet(quickstart):
+    """The long 'cannot reject after correction (...)' in every such row of `zoo plan` wrapped into five lines
+    in an 80-column terminal (the scale grid at 4 v 3 seeds); the row says 'none yet' and one note says why."""
+    from dataclasses import replace
+
+    from zoo.report.analysis import at_level
+    from zoo.report.tables import plan_notes, plan_rows
+    from zoo.stats.seeds import compare_seeds
+
+    experiment, report = quickstart
+    analysis = report.tasks[0]
+    base, other = (30.1, 30.6, 29.8, 30.3), (5.2, 6.0, 5.5)
+    c = replace(analysis.comparisons["pre-norm-conv1d"], per_seed=(base, other),
+                result=compare_seeds(base, other, higher_is_better=True))
+    interim = replace(analysis, comparisons={"pre-norm-conv1d": at_level(c, 0.05 / 14, 1.0)})
+    header, [row] = plan_rows(experiment, interim, 1.0)
+    assert row[header.index("detectable Δ now (80% power)")] == "none yet: unequal seeds (below)"
+    [note] = plan_notes(interim)
+    assert note.startswith("none yet (pre-norm-conv1d): with unequal seed counts") and "above 0.0036" in note
+    assert plan_notes(replace(analysis, comparisons={"pre-norm-conv1d": at_level(c, 0.05, 1.0)})) == []
 
 
 def test_a_detectable_delta_beyond_the_metrics_range_is_said_to_be_none_within_it(quickstart):

@@ -340,7 +340,8 @@ def plan_rows(experiment: Experiment, analysis: TaskAnalysis, effect: float) -> 
             continue
         sd_b, sd_v = float(np.std(base, ddof=1)), float(np.std(other, ddof=1))
         needed = c.seeds_for(effect)  # at the level its verdict is decided at (`level`)
-        rows.append([variant, f"{len(base)}, {len(other)}", f"{fmt(sd_b)}, {fmt(sd_v)}", fmt_detectable(c),
+        now = "none yet: unequal seeds (below)" if c.undetectable == "correction" else fmt_detectable(c)
+        rows.append([variant, f"{len(base)}, {len(other)}", f"{fmt(sd_b)}, {fmt(sd_v)}", now,
                      str(needed) if needed else "more than 100"])
     return header, rows
 
@@ -355,13 +356,22 @@ def failing_arm(analysis: TaskAnalysis, comparison: Comparison) -> str | None:
 
 
 def plan_notes(analysis: TaskAnalysis) -> list[str]:
-    """What `zoo plan` says under its table of each arm whose runs all stalled or diverged. Such an arm has no
-    quality to compare, so "run more seeds first" would mislead: its comparisons are of failure rates, and more
-    seeds would only compare the few runs that happen to train (survivors, not the variant)."""
+    """What `zoo plan` says under its table: of each arm whose runs all stalled or diverged, and, once, why arms
+    with unequal seeds detect nothing yet. A failed arm has no quality to compare, so "run more seeds first"
+    would mislead: its comparisons are of failure rates, and more seeds would only compare the few runs that
+    happen to train (survivors, not the variant)."""
     arms = dict.fromkeys(arm for c in analysis.comparisons.values() if (arm := failing_arm(analysis, c)))
-    return [f"{arm}: all {analysis.instability[arm].n} runs stalled or diverged, so its {analysis.primary} is "
-            "undefined and its comparison is of failure rates (the outcomes table of zoo report), not of quality; "
-            "no number of seeds changes that." for arm in arms]
+    notes = [f"{arm}: all {analysis.instability[arm].n} runs stalled or diverged, so its {analysis.primary} is "
+             "undefined and its comparison is of failure rates (the outcomes table of zoo report), not of quality; "
+             "no number of seeds changes that." for arm in arms]
+    blocked = [c for c in analysis.comparisons.values() if c.undetectable == "correction"]
+    if blocked:
+        notes.append(f"none yet ({', '.join(c.variant for c in blocked)}): with unequal seed counts the test's p "
+                     "is also an exact permutation p, which cannot fall below 1 / (the ways to split the seeds); "
+                     f"for these arms that floor is above {blocked[0].unreachable:.2g}, the level one rejection "
+                     "needs after the correction, so no outcome of these runs could be significant. Train the "
+                     "missing seeds (`zoo run --dry-run` lists them); the seeds per arm assume equal arms.")
+    return notes
 
 
 def terminal_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
