@@ -116,7 +116,7 @@ def test_zoo_plan_says_an_arm_whose_runs_all_failed_compares_failure_rates_not_q
 def test_an_arm_with_one_failed_run_is_asked_for_more_seeds_not_called_a_failure():
     from types import SimpleNamespace
 
-    from zoo.report.tables import failing_arm, plan_notes
+    from zoo.report.plan import failing_arm, plan_notes
     from zoo.stats.outcomes import clopper_pearson
 
     comparison = SimpleNamespace(reference="base", variant="new", undetectable=None)
@@ -156,7 +156,7 @@ def test_zoo_plan_says_once_below_its_table_why_unequal_seeds_detect_nothing_yet
     from dataclasses import replace
 
     from zoo.report.analysis import at_level
-    from zoo.report.tables import plan_notes, plan_rows
+    from zoo.report.plan import plan_notes, plan_rows
     from zoo.stats.seeds import compare_seeds
 
     experiment, report = quickstart

@@ -158,7 +158,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from zoo.report import ReportError, analyse
-    from zoo.report.tables import plan_notes, plan_rows
+    from zoo.report.plan import plan_notes, plan_rows
 
     study = _study(args)
     experiment, out = study.experiment, study.out

@@ -9,7 +9,7 @@ tables), analysis.py (outcomes and comparisons per task), findings.py, equiv.py 
 transfer.py (effects on two tasks), family.py (the families of tests, adjusted together), study.py (the whole
 experiment's analysis, adjusted), then the writer: tables.py (formatting), plots.py, paths.py (files named
 relative to the repository), sections/ (one file per section of report.md, with its plots) and report.py (lists
-the sections in order, writes report.md).
+the sections in order, writes report.md); plan.py formats `zoo plan`'s table from the same analysis.
 """
 
 from zoo.report.collect import ReportError, collect, load_records

@@ -1,0 +1,61 @@
+"""`zoo plan`'s table and notes: per comparison, the seeds it has, the spread they show, what the design detects
+now, and how many seeds per arm would detect a given effect (zoo/stats/power.py); formatted like the report's
+tables (tables.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zoo.experiment import Experiment
+from zoo.report.analysis import Comparison, TaskAnalysis
+from zoo.report.tables import fmt, fmt_detectable
+
+
+def plan_rows(experiment: Experiment, analysis: TaskAnalysis, effect: float) -> tuple[list[str], list[list[str]]]:
+    """Per variant: the seeds it has, the spread they show, and the seeds per arm needed to detect `effect` on
+    the primary metric with the report's power at the level its verdict is decided at (what one rejection needs
+    after the report's correction), under the report's own variance model (zoo/stats/power.py)."""
+    header = ["variant", "trained seeds (baseline, variant)", "seed sd (baseline, variant)",
+              "detectable Δ now (80% power)", f"seeds per arm for ±{effect:g}"]
+    rows = []
+    for variant, c in analysis.comparisons.items():
+        base, other = c.per_seed
+        if min(len(base), len(other)) < 2:
+            failing = failing_arm(analysis, c)
+            rows.append([variant, f"{len(base)}, {len(other)}", "—", "—",
+                         "none: failure rates only (below)" if failing else "run at least 2 seeds of each first"])
+            continue
+        sd_b, sd_v = float(np.std(base, ddof=1)), float(np.std(other, ddof=1))
+        needed = c.seeds_for(effect)  # at the level its verdict is decided at (`level`)
+        now = "none yet: unequal seeds (below)" if c.undetectable == "correction" else fmt_detectable(c)
+        rows.append([variant, f"{len(base)}, {len(other)}", f"{fmt(sd_b)}, {fmt(sd_v)}", now,
+                     str(needed) if needed else "more than 100"])
+    return header, rows
+
+
+def failing_arm(analysis: TaskAnalysis, comparison: Comparison) -> str | None:
+    """The arm of `comparison` whose runs (two or more) all stalled or diverged, if one did; else None."""
+    for arm in (comparison.reference, comparison.variant):
+        rate = analysis.instability[arm]
+        if rate.n >= 2 and rate.count == rate.n:
+            return arm
+    return None
+
+
+def plan_notes(analysis: TaskAnalysis) -> list[str]:
+    """What `zoo plan` says under its table: of each arm whose runs all stalled or diverged, and, once, why arms
+    with unequal seeds detect nothing yet. A failed arm has no quality to compare, so "run more seeds first"
+    would mislead: its comparisons are of failure rates, and more seeds would only compare the few runs that
+    happen to train (survivors, not the variant)."""
+    arms = dict.fromkeys(arm for c in analysis.comparisons.values() if (arm := failing_arm(analysis, c)))
+    notes = [f"{arm}: all {analysis.instability[arm].n} runs stalled or diverged, so its {analysis.primary} is "
+             "undefined and its comparison is of failure rates (the outcomes table of zoo report), not of quality; "
+             "no number of seeds changes that." for arm in arms]
+    blocked = [c for c in analysis.comparisons.values() if c.undetectable == "correction"]
+    if blocked:
+        notes.append(f"none yet ({', '.join(c.variant for c in blocked)}): with unequal seed counts the test's p "
+                     "is also an exact permutation p, which cannot fall below 1 / (the ways to split the seeds); "
+                     f"for these arms that floor is above {blocked[0].unreachable:.2g}, the level one rejection "
+                     "needs after the correction, so no outcome of these runs could be significant. Train the "
+                     "missing seeds (`zoo run --dry-run` lists them); the seeds per arm assume equal arms.")
+    return notes
