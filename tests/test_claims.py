@@ -144,7 +144,40 @@ def test_the_folders_table_counts_the_runs_and_where_they_trained():
     said(REPORTS, "complete (10 runs, CPU)")
     assert (results("fast-path").device == "cpu").all()
     said(REPORTS, "Every other study is complete.")  # beside the scale study: every folder above, pilots as declared
-    assert all(state.startswith(("complete", "13 of 15", "6 of 10")) for state in states.values())
+    assert all(state.startswith(("complete", "13 of 15", "6 of 10")) for name, state in states.items()
+               if name != "`scale/`")
+    named = {name.strip("`/") for row in states for name in row.split(", ")}
+    assert named == {folder.name for folder in (ROOT / "reports").iterdir() if (folder / "records").is_dir()}
+
+
+def test_the_folders_table_on_the_scale_study_and_its_pilot():
+    states = _states()
+    pilot = results("scale-pilot").set_index("variant")
+    assert states["`scale-pilot/`"].startswith("complete (3 runs, descriptive): 192.40, 177.19 and 126.98 s")
+    assert (pilot.status == "complete").all() and [f"{pilot.train_seconds[v]:.2f}" for v in (
+        "reference", "fast", "fast-attention")] == ["192.40", "177.19", "126.98"]
+    assert set(pilot.steps) == {200} and experiment("scale-pilot").config.seeds == [0]
+    said(REPORTS, "the baseline, the Conv1d placebo, six of the ablations' factors, a parameter-matched tied model and "
+                  'the "What to use" recipe (10 arms) at d_model 256, 3+3 layers, on Multi30k de-en at 3000 steps, '
+                  "beam 4, 5 seeds")
+    scale = experiment("scale")
+    assert len(scale.config.variants) == 10 and scale.config.seeds == [0, 1, 2, 3, 4]
+    assert [(t.key, t.train["steps"]) for t in scale.config.tasks] == [("multi30k-de-en", 3000)]
+    assert scale.config.decode.beam == 4
+    assert (scale.specs["baseline"].d_model, scale.specs["baseline"].encoder_layers,
+            scale.specs["baseline"].decoder_layers) == (256, 3, 3)
+    found = {(r["cell"]["variant"], r["cell"]["seed"]): r["summary"]["device"] for r in records("scale")}
+    assert states["`scale/`"].startswith(f"training: {len(found)} of 50 runs (seeds 0, 2 and 3 of every arm, seed 1 "
+                                         "of three), seeds 0–1 on the CPU and 2–3 on a GPU; its report comes when "
+                                         "all are in")
+    arms = [v.label for v in scale.config.variants]
+    factors = set(arms) - {"baseline", "conv1d-ffn", "tied-wide", "recipe"}
+    assert len(factors) == 6 and factors <= {v.label for v in experiment("ablations").config.variants}
+    assert {(v, s) for v in arms for s in (0, 2, 3)} <= set(found) and len(found) == 33
+    assert sum(seed == 1 for _, seed in found) == 3
+    assert {s for (_, s), d in found.items() if d == "cpu"} == {0, 1}
+    assert {s for (_, s), d in found.items() if d.startswith("cuda")} == {2, 3}
+    assert not (ROOT / "reports" / "scale" / "report.md").exists()
 
 
 def _budget_step(c) -> str:
