@@ -106,3 +106,13 @@ def test_a_finding_about_speed_is_not_tested_across_devices(two_devices, tmp_pat
     [speed] = [c for c in checks if c.finding.metric == "tok_per_s"]
     assert speed.outcome == UNTESTABLE and "tok_per_s is the machine's" in speed.evidence
     assert "trained on 2 devices" in speed.evidence
+
+
+def test_a_device_name_is_drawn_as_text_not_tex(two_devices, tmp_path):
+    """A device name is a record's text: one that reads as TeX ('$\\frac{$') must not stop the report."""
+    experiment, report = two_devices
+    frame = report.frame.copy()
+    frame.loc[frame.device == GPU, "device"] = "gpu $\\frac{$"
+    plots.throughput(experiment, frame, tmp_path / "throughput.png")
+    assert (tmp_path / "throughput.png").stat().st_size > 0
+

@@ -232,7 +232,8 @@ def throughput(experiment: Experiment, frame: pd.DataFrame, path: Path) -> Path:
             ax.text(0.5, 0.5, "no complete runs", ha="center", va="center", transform=ax.transAxes)
         ax.set_xlim(0, 1.05 * max(rows.tok_per_s.astype(float).max() / 1000, 1e-3) if len(rows) else 1)
         ax.grid(axis="x", alpha=0.3)
-        ax.set_title(task.key + (f" on {device}" if len(devices[task.key]) > 1 else ""), fontsize=9)
+        ax.set_title(task.key + (f" on {device}" if len(devices[task.key]) > 1 else ""), fontsize=9,
+                     parse_math=False)  # a device name is a record's text, not TeX
         ax.xaxis.set_major_locator(plt.MaxNLocator(5))
         ax.set_xlabel("training throughput (thousand target tokens/s)", fontsize=8)
     split = "; a panel per device a task's runs trained on" if len(cells) > len(devices) else ""
