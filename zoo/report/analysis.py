@@ -205,6 +205,7 @@ class Analyst:
         self.baseline = experiment.config.baseline_label
         self.labels = [v.label for v in experiment.config.variants]
         self._outcomes: dict[tuple[str, str, int], str] = {}  # asked for by every table, test and finding
+        self._devices: dict[tuple[str, str, int], str] | None = None  # (variant, task, seed) -> device, once read
 
     # -- runs -------------------------------------------------------------------------------------
     def outcome(self, variant: str, task: TaskEntry, seed: int) -> str:
@@ -230,37 +231,40 @@ class Analyst:
         pairs = [(s, float(v)) for s, v in zip(steps, values) if isinstance(v, (int, float))]
         return [s for s, _ in pairs], [v for _, v in pairs]
 
-    def trained(self, task: TaskEntry, variant: str) -> list[int]:
-        """Seeds whose run completed and learned (outcome 'complete'), in seed order."""
-        return [s for s in self.experiment.config.seeds if self.outcome(variant, task, s) == oc.COMPLETE]
+    def trained(self, task: TaskEntry, variant: str, device: str | None = None) -> list[int]:
+        """Seeds whose run completed and learned (outcome 'complete'), in seed order; with `device`, those of them
+        that ran on it."""
+        return [s for s in self.experiment.config.seeds if self.outcome(variant, task, s) == oc.COMPLETE
+                and (device is None or self.device(task, variant, s) == device)]
+
+    def device(self, task: TaskEntry, variant: str, seed: int) -> str:
+        """Where the run of a cell trained, as its record names it ('' where it does not)."""
+        if self._devices is None:
+            self._devices = {(v, t, int(s)): str(d) for v, t, s, d in
+                             zip(self.frame.variant, self.frame.task, self.frame.seed, self.frame.device)}
+        return self._devices.get((variant, task.key, seed), "")
 
     def devices(self, task: TaskEntry) -> list[str]:
-        """The devices `task`'s trained runs ran on, sorted ('' for a record that does not name one)."""
-        rows = self.frame[self.frame.task == task.key].set_index(["variant", "seed"])
-        return sorted({str(rows.loc[(variant, seed), "device"])
-                       for variant in self.labels for seed in self.trained(task, variant)})
+        """The devices `task`'s trained runs ran on, sorted."""
+        return sorted({self.device(task, variant, seed) for variant in self.labels
+                       for seed in self.trained(task, variant)})
 
     def values(self, task: TaskEntry, variant: str, metric: str, device: str | None = None) -> list[float]:
         """`metric` of each trained seed of `variant`, in seed order; with `device`, of those that ran on it."""
+        seeds = self.trained(task, variant, device)
         if metric in CURVE_SUMMARIES:
             summary = CURVE_SUMMARIES[metric]
-            return [summary(*self.eval_curve(variant, task, seed, task.primary_metric))
-                    for seed in self.trained(task, variant)]
+            return [summary(*self.eval_curve(variant, task, seed, task.primary_metric)) for seed in seeds]
         rows = self.frame[(self.frame.task == task.key) & (self.frame.variant == variant)].set_index("seed")
-        return [float(rows.loc[s, metric]) for s in self.trained(task, variant)
-                if device is None or rows.loc[s, "device"] == device]
+        return [float(rows.loc[s, metric]) for s in seeds]
 
-    def within_device(self, task: TaskEntry, variant: str, metric: str, device: str) -> Difference:
-        """`variant` against the baseline on a DEVICE_BOUND `metric`, over the seeds each trained on `device`."""
-        return compare_seeds(self.values(task, self.baseline, metric, device),
-                             self.values(task, variant, metric, device), higher_is_better=higher_is_better(metric),
-                             alpha=self.settings.alpha, min_seeds=self.settings.min_seeds)
-
-    def finished_values(self, task: TaskEntry, variant: str, metric: str) -> list[float]:
+    def finished_values(self, task: TaskEntry, variant: str, metric: str, device: str | None = None) -> list[float]:
         """`metric` of every run that trained to the end, stalled ones included (ASO compares whole score
-        distributions, stall-or-succeed as they are); diverged runs have no test score."""
+        distributions, stall-or-succeed as they are); diverged runs have no test score. With `device`, of the
+        runs on it."""
         rows = self.frame[(self.frame.task == task.key) & (self.frame.variant == variant)].set_index("seed")
-        seeds = [s for s in self.experiment.config.seeds if self.outcome(variant, task, s) in (oc.COMPLETE, oc.STALLED)]
+        seeds = [s for s in self.experiment.config.seeds if self.outcome(variant, task, s) in (oc.COMPLETE, oc.STALLED)
+                 and (device is None or self.device(task, variant, s) == device)]
         values = [float(rows.loc[s, metric]) for s in seeds] if metric in rows else []
         return [v for v in values if not math.isnan(v)]
 
@@ -281,11 +285,13 @@ class Analyst:
         return collapsed
 
     # -- comparisons ------------------------------------------------------------------------------
-    def compare(self, task: TaskEntry, variant: str, reference: str, metric: str) -> Comparison:
-        """`variant` against `reference` on `metric` over the seeds each trained (unadjusted p)."""
+    def compare(self, task: TaskEntry, variant: str, reference: str, metric: str,
+                device: str | None = None) -> Comparison:
+        """`variant` against `reference` on `metric` over the seeds each trained (unadjusted p); with `device`,
+        over those that trained on it (how a DEVICE_BOUND column is compared)."""
         higher = higher_is_better(metric)
         alpha, min_seeds = self.settings.alpha, self.settings.min_seeds
-        seeds_r, seeds_v = self.trained(task, reference), self.trained(task, variant)
+        seeds_r, seeds_v = self.trained(task, reference, device), self.trained(task, variant, device)
         stats_r = [sentence_stats(self.records, reference, task.key, s, metric) for s in seeds_r]
         stats_v = [sentence_stats(self.records, variant, task.key, s, metric) for s in seeds_v]
         scorer = metrics.find(metric)
@@ -297,7 +303,7 @@ class Analyst:
                                     alpha=alpha, min_seeds=min_seeds)
             base, other = result.baseline_scores, result.variant_scores
         else:
-            base, other = self.values(task, reference, metric), self.values(task, variant, metric)
+            base, other = self.values(task, reference, metric, device), self.values(task, variant, metric, device)
             result = compare_seeds(base, other, higher_is_better=higher, alpha=alpha, min_seeds=min_seeds)
         enough = result.verdict != FEW
         primary = metric == task.primary_metric
@@ -307,8 +313,8 @@ class Analyst:
                                                                                     max(min_seeds, MIN_SEEDS))
         comparison = Comparison(task.key, variant, reference, metric, result,
                                 prob_better(base, other, higher) if enough else math.nan,
-                                eps_min(self.finished_values(task, variant, metric),
-                                        self.finished_values(task, reference, metric), higher_is_better=higher)
+                                eps_min(self.finished_values(task, variant, metric, device),
+                                        self.finished_values(task, reference, metric, device), higher_is_better=higher)
                                 if enough else math.nan,
                                 math.nan, None, equivalence, (tuple(base), tuple(other)))
         return at_level(comparison, alpha, task.target_effect if primary else math.nan, self.settings.power)
@@ -367,7 +373,8 @@ class Analyst:
             analysis.descriptive[variant] = {m: self.compare(task, variant, self.baseline, m).result
                                           for m in descriptive_metrics
                                           if m != task.primary_metric and m not in DEVICE_BOUND}
-            analysis.per_device[variant] = {m: {d: self.within_device(task, variant, m, d) for d in analysis.devices}
+            analysis.per_device[variant] = {m: {d: self.compare(task, variant, self.baseline, m, d).result
+                                                for d in analysis.devices}
                                             for m in descriptive_metrics if m in DEVICE_BOUND}
         return analysis
 

@@ -213,7 +213,7 @@ def quality_rows(experiment: Experiment, analysis: TaskAnalysis, frame, metrics:
                                                                      + [""] * (len(header) - 3))])
             continue
         seeds = analyst.trained(task, variant)
-        cells = [per_device({d: mean_interval(analyst.values(task, variant, c, d), c, min_seeds)
+        cells = [joined_by_device({d: mean_interval(analyst.values(task, variant, c, d), c, min_seeds)
                              for d in analysis.devices}) if c in DEVICE_BOUND else
                  mean_interval(analyst.values(task, variant, c), c, min_seeds) for c in columns]
         if task.threshold is not None:
@@ -274,7 +274,7 @@ def descriptive_rows(analysis: TaskAnalysis, metrics: list[str]) -> tuple[list[s
         header.append("steps to threshold: log-rank p")
     rows = []
     for variant, results in analysis.descriptive.items():
-        cells = [per_device({d: fmt_result(r, metric) for d, r in analysis.per_device[variant][metric].items()})
+        cells = [joined_by_device({d: fmt_result(r, metric) for d, r in analysis.per_device[variant][metric].items()})
                  if metric in DEVICE_BOUND else fmt_result(results.get(metric), metric) for metric in metrics]
         if analysis.task.threshold is not None:
             cells.append(fmt_p(analysis.logrank.get(variant, math.nan)))
@@ -288,7 +288,7 @@ def fmt_result(result, metric: str) -> str:
                                                                           result.ci_high, metric)
 
 
-def per_device(cells: dict[str, str]) -> str:
+def joined_by_device(cells: dict[str, str]) -> str:
     """One cell of a DEVICE_BOUND column from its cell per device: the cell itself where every run trained on one
     device, else 'device: cell' for each (a mean of two machines' speeds would be neither's)."""
     if len(cells) <= 1:
