@@ -4,6 +4,7 @@ build determinism; the init slot; the output heads."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -63,6 +64,24 @@ def test_xavier_and_torch_default_differ(tiny):
     for key in matrices:
         assert not torch.equal(xavier[key], default[key]), key
 
+
+def test_xavier_over_copied_layers_differs_from_xavier_in_the_later_layers_biases_only(tiny):
+    """004's order (copy the layers, then xavier): xavier-uniform's matrices, seed for seed; every
+    layer's biases are its stack's first layer's, and the first layer's are xavier-uniform's."""
+    sizes = {"encoder_layers": 3, "decoder_layers": 3}
+    xavier = zoo.build(tiny(**sizes, **{"init.kind": "xavier-uniform"}), seed=0).state_dict()
+    copied = zoo.build(tiny(**sizes, **{"init.kind": "xavier-uniform-copied-layers"}), seed=0).state_dict()
+    assert xavier.keys() == copied.keys()
+    later_biases = 0
+    for key, value in copied.items():
+        first = re.sub(r"^(encoder|decoder)\.layers\.\d+\.", r"\1.layers.0.", key)
+        if value.dim() > 1 or first == key:
+            assert torch.equal(value, xavier[key]), key
+        else:
+            assert torch.equal(value, copied[first]), key
+            if key.endswith("bias") and not torch.equal(value, xavier[key]):
+                later_biases += 1
+    assert later_biases >= 2 * 2 * 4  # layers 1 and 2 of both stacks: at least q, k, v and ffn biases
 
 def test_xavier_uniform_bounds(tiny):
     model = zoo.build(tiny(**{"init.kind": "xavier-uniform"}), seed=0)

@@ -147,3 +147,15 @@ def test_what_the_readme_and_layout_say_of_the_suites_processes_is_pyprojects_co
     layout = " ".join((ROOT / "docs" / "layout.md").read_text().split())
     assert ("`python3 -m pytest` runs a test process per logical CPU (pytest-xdist, at most 4; `--pdb` turns that "
             "off); `python3 -m pytest -n 0` runs every test in one process.") in layout
+
+
+def test_the_presets_table_gives_each_presets_parameters_and_digest():
+    """docs/writeups.md's table of presets: the count and digest `zoo show NAME` prints for each."""
+    import zoo
+
+    rows = re.findall(r"^\| `([\w-]+)` \| .* \| ([\d,]+) \| `([0-9a-f]{12})` \|$",
+                      (ROOT / "docs/writeups.md").read_text(), flags=re.M)
+    assert {name for name, _, _ in rows} >= {"paper-base", *(f"writeup-00{i}" for i in range(5))}
+    for name, count, digest in rows:
+        spec = zoo.load_spec(name)
+        assert (f"{zoo.build(spec, device='meta').num_parameters():,}", spec.digest()) == (count, digest), name

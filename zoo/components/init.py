@@ -43,9 +43,7 @@ class Initializer:
             if self.params.shared_prototypes:
                 _copy_prototypes(model)
             if self.params.identical_layers:
-                for stack in (model.encoder.layers, model.decoder.layers):
-                    for layer in stack[1:]:
-                        layer.load_state_dict(stack[0].state_dict())
+                _copy_first_layer(model)
 
     def initialize(self, model: nn.Module) -> None:
         raise NotImplementedError
@@ -62,6 +60,20 @@ def _torch_defaults(module: nn.Module) -> None:
             reset()
         else:
             _torch_defaults(child)
+
+
+def _copy_first_layer(model: nn.Module) -> None:
+    """Load each stack's first layer into every other layer of the stack."""
+    for stack in (model.encoder.layers, model.decoder.layers):
+        for layer in stack[1:]:
+            layer.load_state_dict(stack[0].state_dict())
+
+
+def _xavier_matrices(model: nn.Module) -> None:
+    """xavier_uniform_ on every parameter with more than one dimension, a tied one once."""
+    for param in model.parameters():  # deduplicated
+        if param.dim() > 1:
+            nn.init.xavier_uniform_(param)
 
 
 def _copy_prototypes(model: nn.Module) -> None:
@@ -100,6 +112,20 @@ class XavierUniform(Initializer):
 
     def initialize(self, model: nn.Module) -> None:
         _torch_defaults(model)
-        for param in model.parameters():  # deduplicated: a tied table is initialised once
-            if param.dim() > 1:
-                nn.init.xavier_uniform_(param)
+        _xavier_matrices(model)
+
+
+@register("init", "xavier-uniform-copied-layers", params=InitParams)
+class XavierUniformCopiedLayers(Initializer):
+    """004's order: each stack's layers are deep copies of one layer made with PyTorch's defaults, and only
+    then does xavier_uniform_ redraw every parameter with more than one dimension.
+
+    So each layer draws its own matrices, but every layer of a stack starts with the first layer's biases
+    (norm gains start at one in any case). The random draws are xavier-uniform's, in the same order, so the
+    matrices equal xavier-uniform's under the same seed and only the biases differ.
+    """
+
+    def initialize(self, model: nn.Module) -> None:
+        _torch_defaults(model)
+        _copy_first_layer(model)
+        _xavier_matrices(model)
