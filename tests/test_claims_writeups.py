@@ -11,6 +11,7 @@ import math
 import re
 
 import numpy as np
+import torch
 from claims import (
     REPORTS,
     effect_text,
@@ -127,6 +128,29 @@ def test_only_multi30k_tells_the_writeups_apart():
     assert (found["writeup-004"], found["writeup-003"], found["writeup-001"], found["writeup-000"]) == (
         "better", "better", "worse", "worse")
     assert f"{values(NAME, MULTI30K, 'writeup-001-heads-view').mean():.2f}" == "2.09"
+
+
+def test_the_004_arms_start_as_they_trained_not_as_004s_code():
+    said(REPORTS, "Its two 004 arms start each layer with its own biases: they trained before the `writeup-004` "
+                  "preset started as 004's code does, every layer of a stack with the first layer's biases (the same "
+                  "function, parameters and starting matrices; the experiment file's header says why they stay).")
+    import zoo
+
+    small = {"d_model": 32, "n_heads": 4, "d_ff": 64, "encoder_layers": 2, "decoder_layers": 2,
+             "src_vocab": 50, "tgt_vocab": 50}
+    for arm in ("writeup-004", "writeup-004-as-written"):
+        trained = experiment(NAME).specs[arm]
+        preset = zoo.load_spec(arm)
+        assert (trained.init.kind, preset.init.kind) == ("xavier-uniform", "xavier-uniform-copied-layers")
+        assert {r["spec"]["init"]["kind"] for r in records(NAME) if r["cell"]["variant"] == arm} == {"xavier-uniform"}
+        shared = {field for field, *_ in diff(experiment(NAME).specs["writeup-002"], zoo.load_spec("writeup-002"))}
+        assert {field for field, *_ in diff(trained, preset)} == shared | {"init.kind"}  # the study's sizes, and this
+    a, b = (zoo.load_spec("writeup-004", {**small, "init.kind": kind})
+            for kind in ("xavier-uniform", "xavier-uniform-copied-layers"))
+    assert zoo.equivalence(a, b)
+    starts = [zoo.build(spec, seed=0).state_dict() for spec in (a, b)]
+    assert all(torch.equal(starts[0][k], v) for k, v in starts[1].items() if v.dim() > 1)
+    assert not all(torch.equal(starts[0][k], v) for k, v in starts[1].items())
 
 
 def test_what_the_writeups_differ_in():
