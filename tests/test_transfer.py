@@ -63,6 +63,17 @@ def test_the_verdicts_and_their_adjustment():
     assert compare_interaction(base[:1], base, base, base, margin=1.0, alpha=ALPHA).verdict == FEW
 
 
+def test_without_a_margin_there_is_no_tost_and_no_holds():
+    """A TOST within ±inf would pass anything: p 0 for any interval. With no margin declared, equivalence
+    cannot be shown, so the interaction is 'changes' or undetermined, and its NaN TOST p joins no family."""
+    base = [10, 10.5, 9.8, 10.2, 10.1]
+    wide = compare_interaction(base, [13, 13.5, 12.8, 20, 5], base, [v - 1 for v in base], margin=None, alpha=ALPHA)
+    assert math.isnan(wide.tost_p) and wide.verdict == UNDETERMINED and wide.ci_low < -10
+    exact = compare_interaction(base, base, base, base, margin=None, alpha=ALPHA)  # se 0: no interaction at all
+    assert math.isnan(exact.tost_p) and exact.verdict == UNDETERMINED
+    assert compare_interaction(base, base, base, base, margin=1.0, alpha=ALPHA).verdict == HOLDS
+
+
 def test_rank_correlation_of_effects():
     base = [0.0, 0.1, -0.1, 0.05, -0.05]
 
@@ -147,6 +158,14 @@ def test_the_report_finds_an_interaction_that_exists_and_none_where_the_effect_h
     assert "## Transfer between tasks" in text and "**changes**" in text and "**holds** within ±5" in text
     assert "| better → equivalent |" in text and "| same: better |" in text  # prenorm's verdict changes, gelu's not
     assert (tmp_path / "out" / "plots" / "transfer-copy-copy-800.png").is_file()
+
+    path.write_text(TWO_BUDGETS.replace("margin = 5.0\n", ""))  # the same records, no margin on either task
+    report_path, report = build_report(load_experiment(path), root, tmp_path / "out", "zoo report fake")
+    (transfer,) = report.transfers
+    assert transfer.rows["prenorm"].verdict == CHANGES and transfer.rows["gelu"].verdict == UNDETERMINED
+    assert report.equivalence_family == 0
+    text = report_path.read_text()
+    assert "with no TOST: neither task declares a margin" in text and "**holds**" not in text
 
 
 def _one_budget(name: str, steps: int, d_model: int, transfer: str = "") -> str:

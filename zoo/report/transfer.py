@@ -11,7 +11,6 @@ no verdicts (below its trivial floor) gives no transfer row either.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from zoo.experiment.schema import Transfer
@@ -44,7 +43,7 @@ def analyse_transfer(transfer: Transfer, first: TaskAnalysis, second: TaskAnalys
     margin = second.task.margin if second.task.margin is not None else first.task.margin
     for variant in [v for v in first.comparisons if v in second.comparisons]:
         (base_a, var_a), (base_b, var_b) = first.comparisons[variant].per_seed, second.comparisons[variant].per_seed
-        analysis.rows[variant] = compare_interaction(base_a, var_a, base_b, var_b, margin=margin or math.inf,
+        analysis.rows[variant] = compare_interaction(base_a, var_a, base_b, var_b, margin=margin,
                                                      alpha=alpha, min_seeds=min_seeds)
     analysis.correlation = rank_correlation(*(_arms(side, list(analysis.rows)) for side in (first, second)))
     return analysis

@@ -61,8 +61,8 @@ class Interaction:
     df: float
     p_value: float
     p_adjusted: float  # = p_value until adjusted with the report's family
-    margin: float
-    tost_p: float  # TOST p for |Δ_B − Δ_A| < margin (max of the one-sided p)
+    margin: float | None  # None: neither task declares one, so there is no TOST and no 'holds'
+    tost_p: float  # TOST p for |Δ_B − Δ_A| < margin (max of the one-sided p); NaN without a margin
     tost_adjusted: float
     alpha: float
     verdict: str
@@ -77,8 +77,10 @@ def _verdict(p_adjusted: float, tost_adjusted: float, alpha: float) -> str:
 
 
 def compare_interaction(baseline_a: Sequence[float], variant_a: Sequence[float], baseline_b: Sequence[float],
-                        variant_b: Sequence[float], *, margin: float, alpha: float, min_seeds: int = 2) -> Interaction:
-    """Δ_B − Δ_A with its (1 − alpha) interval, two-sided p, and the TOST within ±margin (NaN dropped)."""
+                        variant_b: Sequence[float], *, margin: float | None, alpha: float,
+                        min_seeds: int = 2) -> Interaction:
+    """Δ_B − Δ_A with its (1 − alpha) interval, two-sided p, and the TOST within ±margin (NaN dropped; no TOST,
+    a NaN p that no family counts, without a margin: equivalence needs a bound to be shown within)."""
     groups = [np.asarray([v for v in g if v is not None and not math.isnan(v)], dtype=float)
               for g in (baseline_a, variant_a, baseline_b, variant_b)]
     effect_a = float(groups[1].mean() - groups[0].mean()) if min(map(len, groups[:2])) else math.nan
@@ -89,12 +91,12 @@ def compare_interaction(baseline_a: Sequence[float], variant_a: Sequence[float],
                            alpha, FEW)
     difference, se, df, p = (float(x) for x in interaction_arrays(*groups))
     if se == 0:  # every group constant: the interaction is exact
-        inside = abs(difference) < margin
-        p, tost_p, half = (1.0 if difference == 0 else 0.0), (0.0 if inside else 1.0), 0.0
+        p, half = (1.0 if difference == 0 else 0.0), 0.0
+        tost_p = nan if margin is None else (0.0 if abs(difference) < margin else 1.0)
     else:
         half = float(scipy_stats.t.ppf(1 - alpha / 2, df)) * se
-        tost_p = max(float(scipy_stats.t.sf((difference + margin) / se, df)),
-                     float(scipy_stats.t.cdf((difference - margin) / se, df)))
+        tost_p = nan if margin is None else max(float(scipy_stats.t.sf((difference + margin) / se, df)),
+                                                float(scipy_stats.t.cdf((difference - margin) / se, df)))
     return Interaction(effect_a, effect_b, difference, difference - half, difference + half, se, df, p, p, margin,
                        tost_p, tost_p, alpha, _verdict(p, tost_p, alpha))
 

@@ -96,11 +96,15 @@ def transfer_section(analyses: list[TransferAnalysis], experiment_name: str, min
         if analysis.skipped:
             lines += [f"No transfer table: {analysis.skipped}.", ""]
             continue
+        margins = {row.margin for row in analysis.rows.values()}
+        tost = ("as is its TOST within the margin. **changes**: the interaction is significant; **holds**: it is "
+                "shown to lie within the margin; " if margins != {None} else
+                "with no TOST: neither task declares a margin, and equivalence cannot be shown without one. "
+                "**changes**: the interaction is significant; ")
         lines += ["Each variant's effect against the baseline on both tasks (each task's own comparison), and the "
                   f"interaction Δ({b}) − Δ({a}): Welch over the four arms' per-seed scores (one test set for all four, "
                   "so no sentence variance is added), two-sided, adjusted by "
-                  f"the report's correction ({correction}) with its other tests, as is its TOST within the margin. "
-                  "**changes**: the interaction is significant; **holds**: it is shown to lie within the margin; "
+                  f"the report's correction ({correction}) with its other tests, {tost}"
                   "undetermined: neither (the interval says how large a change the data allow). **verdicts**: "
                   "each task's own verdict, in one word, compared; the effect can change size under the same "
                   "verdict, and a verdict can change while the effect holds.", "",
