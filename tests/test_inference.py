@@ -267,6 +267,24 @@ def test_the_permutation_p_counts_the_observed_split_worked_by_hand():
     assert permutation_p(base, var) == pytest.approx(count / 10) == pytest.approx(0.1)
 
 
+def test_constant_arms_get_their_exact_permutation_p():
+    """Arms that are each one value give Welch an infinite |t|. Only a split as cleanly separated matches it: 1 of
+    the 35 splits of 3 v 4 seeds (a rounding tolerance of inf - inf once made every split miss, p 0). Two arms of
+    one value are no evidence at all (p 1). compare_seeds then keeps unequal arms at their permutation floor."""
+    assert permutation_p(np.array([60.0] * 3), np.array([80.0] * 4)) == pytest.approx(1 / 35)
+    assert permutation_p(np.array([60.0] * 3), np.array([60.0] * 4)) == 1.0
+    assert permutation_p(np.array([[60.0] * 3, [1.0, 2.0, 3.0]]), np.array([[80.0] * 4, [7.0, 8, 9, 10]])) == \
+        pytest.approx([1 / 35, 1 / 35])
+    exact = compare_seeds([60, 60, 60], [80, 80, 80, 80], higher_is_better=True)
+    assert exact.p_value == pytest.approx(1 / 35) and "permutation" in exact.method and exact.difference == 20
+
+
+def test_seeds_for_an_effect_are_never_fewer_than_a_verdict_needs():
+    """A huge effect is found with 2 seeds per arm, but 2 v 2 gives no verdict (MIN_SEEDS), so 'seeds for ±X: 2'
+    asked for a design that cannot answer."""
+    assert seeds_at(Design(1, 1, 5, 5), 20.0) == MIN_SEEDS == 3
+
+
 def test_power_at_three_against_ten_seeds_is_the_simulated_power():
     """Unequal arms as stalls leave them (3 v 10): power_at against the test's own error rate measured the long
     way (scipy's Welch and an exact permutation check over all 286 splits)."""

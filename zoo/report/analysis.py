@@ -389,7 +389,7 @@ def at_level(comparison: Comparison, level: float, target: float, power: float =
     design = comparison.design
     needed = seeds_at(design, target, level, power) if not math.isnan(target) else None
     base, other = comparison.per_seed
-    if comparison.result.method in PERMUTATION_CHECKED and permutation_floor(len(base), len(other)) > level:
+    if comparison.result.method in PERMUTATION_CHECKED and permutation_floor(len(base), len(other)) >= level:
         # unequal seeds: p is at least the permutation p, which cannot fall below its floor
         return replace(comparison, mde=math.inf, seeds_needed=needed, unreachable=level, level=level, power=power)
     return replace(comparison, mde=detectable_at(design, level, power), seeds_needed=needed, unreachable=None,

@@ -213,8 +213,8 @@ def compare_corpus(baseline: Sequence[np.ndarray], variant: Sequence[np.ndarray]
     else:
         p = float(2 * scipy_stats.t.sf(abs(d) / se, df))
         half = float(scipy_stats.t.ppf(1 - alpha / 2, df)) * se
-        if n_b != n_v:  # unequal arms: Welch alone is not to be trusted with stall-or-succeed outcomes
-            p, method = max(p, float(permutation_p(y_b, y_v))), SEEDS_AND_SENTENCES_PERMUTATION
+    if n_b != n_v:  # unequal arms: Welch alone is not to be trusted with stall-or-succeed outcomes
+        p, method = max(p, float(permutation_p(y_b, y_v))), SEEDS_AND_SENTENCES_PERMUTATION
     return CorpusComparison(**{**common, "method": method}, ci_low=d - half, ci_high=d + half, se=se,
                             se_seeds=math.sqrt(v_b + v_v), se_within=math.sqrt(within), df=df, p_value=p,
                             p_adjusted=p, verdict=verdict(d, p, higher_is_better, alpha))

@@ -29,7 +29,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from zoo.stats import ALPHA, POWER
-from zoo.stats.welch import permutation_p
+from zoo.stats.welch import MIN_SEEDS, permutation_p
 
 MAX_SEEDS = 100
 SIMULATIONS = 4000
@@ -151,8 +151,9 @@ def detectable_at(design: Design, level: float = ALPHA, power: float = POWER) ->
 
 def seeds_at(design: Design, effect: float, level: float = ALPHA, power: float = POWER,
              max_seeds: int = MAX_SEEDS) -> int | None:
-    """The smallest equal number of seeds per arm (2..max_seeds) with which the design, its spreads and extra
-    variance kept, finds a true difference `effect` with probability `power` at `level`; None if none does."""
+    """The smallest equal number of seeds per arm (MIN_SEEDS..max_seeds: below it no verdict is given) with which
+    the design, its spreads and extra variance kept, finds a true difference `effect` with probability `power` at
+    `level`; None if none does."""
     if any(math.isnan(x) for x in (effect, design.sd_baseline, design.sd_variant, design.extra)):
         return None
 
@@ -161,7 +162,7 @@ def seeds_at(design: Design, effect: float, level: float = ALPHA, power: float =
 
     if not enough(max_seeds):
         return None
-    low, high = 1, max_seeds  # power grows with the seeds: bisect for the first n that is enough
+    low, high = MIN_SEEDS - 1, max_seeds  # power grows with the seeds: bisect for the first n that is enough
     while high - low > 1:
         middle = (low + high) // 2
         low, high = (low, middle) if enough(middle) else (middle, high)

@@ -125,8 +125,8 @@ def compare_seeds(baseline: Sequence[float], variant: Sequence[float], *, higher
         p, df, half = (1.0 if difference == 0 else 0.0), math.nan, 0.0
     else:
         half = float(scipy_stats.t.ppf(1 - alpha / 2, df)) * se
-        if n_b != n_v:
-            p, method = max(p, float(permutation_p(b, v))), WELCH_PERMUTATION
+    if n_b != n_v:  # an exact difference too: unequal arms are never surer than their permutation floor
+        p, method = max(p, float(permutation_p(b, v))), WELCH_PERMUTATION
     return SeedComparison(**common, ci_low=difference - half, ci_high=difference + half, se=se, df=df,
                           p_value=p, p_adjusted=p, prob_better=prob_better(b, v, higher_is_better),
                           prob_better_ci=prob_better_ci(b, v, higher_is_better, alpha), method=method,

@@ -83,12 +83,16 @@ def permutation_floor(n_baseline: int, n_variant: int) -> float:
 
 def permutation_p(baseline: np.ndarray, variant: np.ndarray, seed: int = SEED) -> np.ndarray:
     """Two-sided permutation p of Welch's |t|, vectorised over leading axes: the share of splits of
-    the pooled seeds whose |t| is at least the observed one (the observed split counts, so p > 0)."""
+    the pooled seeds whose |t| is at least the observed one (the observed split counts, so p > 0). Arms
+    that are each constant give an infinite |t|, which only splits as cleanly separated match; two
+    constant arms of one value give no evidence (p 1)."""
     n_b = baseline.shape[-1]
     pooled = np.concatenate([baseline, variant], axis=-1)
     index = splits(n_b, variant.shape[-1], seed)
     shuffled = pooled[..., index]  # (..., P, n)
     _, _, _, t, _ = welch_arrays(shuffled[..., :n_b], shuffled[..., n_b:])
     observed = np.abs(welch_arrays(baseline, variant)[3])[..., None]
-    t = np.nan_to_num(np.abs(t), nan=0.0)  # a split with both halves constant: no evidence
-    return np.mean(t >= observed - 1e-12 * np.abs(observed), axis=-1)
+    t = np.nan_to_num(np.abs(t), nan=0.0, posinf=np.inf)  # a split with both halves one value: no evidence
+    with np.errstate(invalid="ignore"):
+        at_least = np.where(np.isinf(observed), np.inf, observed * (1 - 1e-12))  # rounding: ties count
+    return np.where(np.isnan(observed[..., 0]), 1.0, np.mean(t >= at_least, axis=-1))
