@@ -146,12 +146,13 @@ def test_unequal_seeds_whose_permutation_floor_is_above_the_corrected_level_say_
     blocked = at_level(c, 0.05 / 14, 1.0)
     assert blocked.unreachable == pytest.approx(0.05 / 14) and math.isinf(blocked.mde)
     assert blocked.undetectable == "correction"  # not "range", though an infinite Δ exceeds every range
-    assert fmt_detectable(blocked) == "cannot reject after correction (no outcome of these runs has p < 0.0036)"
+    assert fmt_detectable(blocked) == "cannot reach the corrected level (no outcome of these runs has p < 0.0036)"
     assert at_level(c, 0.05, 1.0).unreachable is None  # 0.029 < 0.05: a 4 v 3 test can reject alone
+    assert at_level(c, 1 / 35, 1.0).unreachable == 1 / 35  # p < level is needed: a floor at the level blocks too
 
 
 def test_zoo_plan_says_once_below_its_table_why_unequal_seeds_detect_nothing_yet(quickstart):
-    """The long 'cannot reject after correction (...)' in every such row of `zoo plan` wrapped into five lines
+    """The long 'cannot reach the corrected level (...)' in every such row of `zoo plan` wrapped into five lines
     in an 80-column terminal (the scale grid at 4 v 3 seeds); the row says 'none yet' and one note says why."""
     from dataclasses import replace
 
@@ -168,7 +169,7 @@ def test_zoo_plan_says_once_below_its_table_why_unequal_seeds_detect_nothing_yet
     header, [row] = plan_rows(experiment, interim, 1.0)
     assert row[header.index("detectable Δ now (80% power)")] == "none yet: unequal seeds (below)"
     [note] = plan_notes(interim)
-    assert note.startswith("none yet (pre-norm-conv1d): with unequal seed counts") and "above 0.0036" in note
+    assert note.startswith("none yet (pre-norm-conv1d): with unequal seed counts") and "at or above 0.0036" in note
     assert plan_notes(replace(analysis, comparisons={"pre-norm-conv1d": at_level(c, 0.05, 1.0)})) == []
 
 

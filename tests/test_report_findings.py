@@ -216,5 +216,5 @@ def test_power_numbers_are_at_the_level_the_corrected_test_uses():
     from zoo.stats.outcomes import at_level, compare_failures
 
     test = at_level(compare_failures(0, 5, 3, 5), 0.05 / 14)
-    assert test.cannot_reject and "cannot reject after correction" in fmt_rise(test)
+    assert test.cannot_reject and "cannot reach the corrected level" in fmt_rise(test)
     assert not at_level(compare_failures(0, 8, 3, 8), 0.05 / 2).cannot_reject

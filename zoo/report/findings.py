@@ -187,7 +187,7 @@ def _inside_margin(finding: Finding, comparison: Comparison, margin: float | Non
 
 def _detectable(c: Comparison) -> str:
     """The design's detectable Δ in a finding's words, or why there is none."""
-    return {"correction": "none after correction", "range": "none within the metric's range"}.get(
+    return {"correction": "none at the corrected level", "range": "none within the metric's range"}.get(
         c.undetectable, f"{c.mde:.3g}")
 
 
@@ -218,8 +218,8 @@ def settle(check_: Check, alpha: float) -> Check:
             expected = (finding.expect == "more failures") == more
             check_.outcome = CONFIRMED if expected else CONTRADICTED
         elif check_.failures.cannot_reject:
-            check_.evidence += ("; no outcome of these runs could be significant after the correction "
-                                f"(level {check_.failures.level:.2g})")
+            check_.evidence += ("; no outcome of these runs reaches the corrected level "
+                                f"({check_.failures.level:.2g})")
         elif math.isnan(check_.failures.detectable):
             check_.evidence += "; too few runs to detect any rise in the failure rate"
         else:
@@ -257,7 +257,7 @@ def settle(check_: Check, alpha: float) -> Check:
                  f"(detectable: {_detectable(c)}) can "
                  f"speak to it; {_seeds_for(c, finding.effect)}")
     else:
-        said += ("; no outcome of these runs could be significant after correction (unequal seeds)"
+        said += ("; no outcome of these runs reaches the corrected level (unequal seeds)"
                  if c.undetectable == "correction"
                  else f"; no difference {detectable_phrase(c, lambda mde: f'larger than {mde:.3g}')} could be detected")
         if finding.effect is not None and not r.ci_low <= finding.effect <= r.ci_high:

@@ -55,7 +55,7 @@ def plan_notes(analysis: TaskAnalysis) -> list[str]:
     if blocked:
         notes.append(f"none yet ({', '.join(c.variant for c in blocked)}): with unequal seed counts the test's p "
                      "is also an exact permutation p, which cannot fall below 1 / (the ways to split the seeds); "
-                     f"for these arms that floor is above {blocked[0].unreachable:.2g}, the level one rejection "
-                     "needs after the correction, so no outcome of these runs could be significant. Train the "
+                     f"for these arms that floor is at or above {blocked[0].unreachable:.2g}, the level one "
+                     "rejection needs after the correction, which no outcome of these runs can reach. Train the "
                      "missing seeds (`zoo run --dry-run` lists them); the seeds per arm assume equal arms.")
     return notes

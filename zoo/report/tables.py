@@ -77,7 +77,7 @@ def fmt_detectable(comparison) -> str:
     permutation-checked p cannot fall below its floor, which may be above the corrected level."""
     why = comparison.undetectable
     if why == "correction":
-        return f"cannot reject after correction (no outcome of these runs has p < {comparison.unreachable:.2g})"
+        return f"cannot reach the corrected level (no outcome of these runs has p < {comparison.unreachable:.2g})"
     number = fmt(comparison.mde, comparison.metric)
     return f"{number}: more than {metric_range(comparison)}" if why == "range" else number
 
@@ -87,7 +87,7 @@ def fmt_rise(test: oc.FailureComparison | None) -> str:
     if test is None:
         return "—"
     if test.cannot_reject:
-        return f"cannot reject after correction (no outcome of these runs has p < {test.level:.2g})"
+        return f"cannot reach the corrected level (no outcome of these runs has p < {test.level:.2g})"
     if math.isnan(test.detectable):
         return "none, even to 100% (too few runs)"
     return f"+{100 * test.detectable:.0f} points"
@@ -141,7 +141,7 @@ def verdict_text(comparison: Comparison, min_seeds: int, short: bool = False) ->
         none_of = detectable_phrase(comparison, lambda mde: f"> {fmt(mde, comparison.metric)}")
         return {"no verdict": f"no verdict ({result.n_variant} v {result.n_baseline} trained seeds)",
                 "equivalent": f"equivalent ±{comparison.equivalence.margin:g}" if comparison.equivalence else "",
-                "undecided": ("cannot reject after correction" if comparison.undetectable == "correction"
+                "undecided": ("cannot reach the corrected level" if comparison.undetectable == "correction"
                               else f"none {none_of} detectable"),
                 }.get(verdict_class(comparison), result.verdict)
     if result.verdict == FEW:
@@ -153,7 +153,7 @@ def verdict_text(comparison: Comparison, min_seeds: int, short: bool = False) ->
     if comparison.equivalence is not None and comparison.equivalence.equivalent:
         return f"**equivalent** within ±{comparison.equivalence.margin:g}"
     if comparison.undetectable == "correction":
-        return f"undecided: cannot reject after correction ({result.n_baseline} v {result.n_variant} seeds)"
+        return f"undecided: cannot reach the corrected level ({result.n_baseline} v {result.n_variant} seeds)"
     larger_than = detectable_phrase(comparison, lambda mde: f"larger than {fmt(mde, comparison.metric)}")
     return f"no difference {larger_than} could be detected ({result.n_baseline} v {result.n_variant} seeds)"
 

@@ -17,11 +17,12 @@ def method_section(report: Report) -> list[str]:
         "test inverted (the test rejects exactly when the interval leaves out 1); "
         "'detectable rise' is the smallest increase of the unstable share over the baseline's that the test "
         "finds with 80% power at the level one rejection needs after the correction (alpha / the instability family; "
-        "exact binomial power); 'cannot reject after correction' where no outcome of the runs could reach it.",
+        "exact binomial power); 'cannot reach the corrected level' where no outcome of the runs could reach it.",
         "- Per-seed metrics: Welch's t-test and interval (Welch–Satterthwaite df); with unequal seed counts the "
         "p-value is the larger of Welch's and an exact permutation p, which cannot fall below 1 / (the number "
-        "of splits): where that floor is above the corrected level the row says 'cannot reject after correction' "
-        "instead of a detectable Δ. Corpus metrics (BLEU, chrF, exact match) add "
+        "of splits): where that floor is at or above the corrected level the row says 'cannot reach the corrected "
+        "level' instead of a detectable Δ (with other rejections in its family, a later step of Holm or "
+        "Benjamini–Hochberg can still reject such a test). Corpus metrics (BLEU, chrF, exact match) add "
         "test-sentence variation: variance = Welch seed variance of the per-seed scores + paired sentence-bootstrap "
         "variance (1000 resamples), Satterthwaite df. The sentence-only bootstrap p is shown for reference: it "
         "holds the trained models fixed and sees no seed variation.",
