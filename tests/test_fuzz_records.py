@@ -115,3 +115,19 @@ def test_zoo_report_says_which_record_is_damaged_in_one_line(quickstart_copy, ca
         path.write_text(original)
     err = capsys.readouterr().err.strip()
     assert code == 2 and "seed-3.json" in err and len(err.splitlines()) == 1, err
+
+
+def test_a_report_stopped_by_a_damaged_record_leaves_the_last_report_as_it_was(tmp_path, capsys):
+    """report.md was removed before the records were read, so one bad record took a committed report with it."""
+    folder = tmp_path / "quickstart"
+    shutil.copytree(ROOT / "reports" / "quickstart", folder)
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    path = folder / "records" / "pre-norm" / "copy" / "seed-3.json"
+    record = json.loads(path.read_text())
+    record["test"]["exact_match"] = 1e308
+    path.write_text(json.dumps(record))
+    code = main(["report", str(ROOT / "experiments" / "quickstart.toml"), "--out", str(folder)])
+    assert code == 2 and "seed-3.json" in capsys.readouterr().err
+    after = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    assert after.keys() == before.keys()
+    assert all(after[p] == before[p] for p in before if p.parts[0] != "records")  # report.md, results.csv, plots

@@ -68,6 +68,18 @@ def test_another_experiment_is_refused_naming_the_owner_and_nothing_moves(store_
     assert not (out / "records" / STALE).exists()
 
 
+def test_zoo_report_too_refuses_another_experiments_store_and_writes_nothing(store_of_fx, tmp_path, capsys):
+    """`zoo report other.toml --out reports/fx` wrote other's report over fx's and deleted fx's plots."""
+    fx, out, _ = store_of_fx
+    assert main(["report", str(fx), "--out", str(out)]) == 0
+    capsys.readouterr()
+    other = write(tmp_path / "experiments" / "other.toml", name="other")
+    before = snapshot(out)
+    err = refused(capsys, "report", str(other), "--out", str(out))
+    assert "holds experiment 'fx', not 'other'" in err
+    assert snapshot(out) == before
+
+
 def test_a_copied_file_with_the_same_name_is_refused_while_the_owners_file_exists(store_of_fx, tmp_path, capsys):
     fx, out, runs = store_of_fx
     copy = write(tmp_path / "mine" / "fx-copy.toml", name="fx", steps=6)  # a changed copy, its name left as it was

@@ -43,9 +43,12 @@ def sections(report: Report) -> list[Section]:
 
 def build_report(experiment: Experiment, records_root: Path, out_dir: Path, command: str) -> tuple[Path, Report]:
     """Write report.md, results.csv and plots/ into `out_dir` from the records; returns report.md and the analysis."""
+    from zoo.experiment.owner import check
+
     out_dir = Path(out_dir)
-    (out_dir / "report.md").unlink(missing_ok=True)  # first: never an old report beside new tables
-    report = analyse(experiment, Path(records_root))
+    check(records_root, experiment.name, experiment.path, "--out")  # never write over another experiment's report
+    report = analyse(experiment, Path(records_root))  # a damaged record stops it here, the old report intact
+    (out_dir / "report.md").unlink(missing_ok=True)  # then: never an old report beside new tables
     out_dir.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out_dir / "results.csv", report.frame.to_csv(index=False))
     config = experiment.config
