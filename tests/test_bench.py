@@ -71,7 +71,7 @@ def test_batch_1000_is_the_papers_25000_target_tokens_as_the_help_and_docs_say()
     assert sum(default) / 4 == pytest.approx(1_500, rel=0.1)  # "about 1,500" at the defaults
 
 
-@pytest.mark.parametrize("option, value", [("--batch", "0"), ("--length", "3")])
+@pytest.mark.parametrize("option, value", [("--batch", "0"), ("--length", "3"), ("--rounds", "0")])
 def test_a_batch_without_sentences_or_targets_is_refused_before_measuring(option, value, capsys):
     code = main(["bench", option, value])
     err = capsys.readouterr().err

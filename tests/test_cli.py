@@ -110,12 +110,25 @@ def test_show_applies_overrides_and_diffs(capsys):
     (["show", "paper-base", "--set", "novalue"], "KEY=VALUE"),
     (["show", "paper-base", "--set", "d_model=100"], "d_model"),
     (["equiv", "paper-base", "paper-base", "--set-b", "attention.dropout=1.5"], "attention.dropout"),
+    (["show", "paper-base", "--set", "residual=pre-norm"], "such as {kind = ...}, got 'pre-norm'"),  # not {{kind
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, field):
     code, _, err = run(capsys, *argv)
     assert code == 2
     assert field in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["equiv", "paper-base", "paper-base", "--tolerance", "-1"], "--tolerance: '-1' is not allowed"),
+    (["plan", "quickstart", "--effect", "nan"], "--effect: 'nan' is not allowed"),
+    (["plan", "quickstart", "--effect", "0"], "--effect: '0' is not allowed"),
+])
+def test_a_tolerance_or_effect_that_is_no_size_is_refused_by_the_parser(capsys, argv, message):
+    """A negative tolerance called every pair 'NOT EQUIVALENT'; `zoo plan --effect -1` printed 'for ±-1'."""
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2 and message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("value", ["[/]", "[bold]x", "[red]", "\\[x]", ":smile:"])

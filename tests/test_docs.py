@@ -159,3 +159,15 @@ def test_the_presets_table_gives_each_presets_parameters_and_digest():
     for name, count, digest in rows:
         spec = zoo.load_spec(name)
         assert (f"{zoo.build(spec, device='meta').num_parameters():,}", spec.digest()) == (count, digest), name
+
+
+def test_the_readmes_python_equivalence_line_says_what_its_comment_says():
+    """It compared paper-base at d_model 512 with a spec at 128: not transplantable, so never equivalent."""
+    import zoo
+
+    text = (ROOT / "README.md").read_text()
+    spec_line = next(line for line in text.splitlines() if line.startswith("spec = zoo.load_spec("))
+    verdict_line = next(line for line in text.splitlines() if line.startswith("verdict = zoo.equivalence("))
+    scope: dict = {"zoo": zoo}
+    exec(spec_line + "\n" + verdict_line, scope)
+    assert verdict_line.endswith("# equivalent: True") and scope["verdict"].equivalent, scope["verdict"]

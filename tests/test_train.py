@@ -338,3 +338,13 @@ def test_a_training_step_on_a_gpu_never_waits_for_it(tmp_path, monkeypatch, prec
     assert summary["status"] == "complete" and summary["device"].startswith("cuda")
     rows = [r for r in metrics(tmp_path / "run") if "loss" in r]
     assert [r["step"] for r in rows] == [4, 6, 8, 12] and all(math.isfinite(r["loss"]) for r in rows)
+
+
+def test_zoo_train_without_a_budget_says_how_to_give_one(capsys, tmp_path):
+    """The README's `zoo train` line had no budget, and the error named the fields but not how to set them."""
+    from zoo.cli import main
+
+    assert main(["train", "paper-base", "--task", "copy", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "give a budget: steps, epochs or minutes" in err and "--train steps=2000" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()

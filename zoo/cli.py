@@ -25,6 +25,7 @@ from zoo.cli_process import (
     add_plugin_option,
     drop_output,
     os_error,
+    positive_number,
     replace_unencodable,
     stopped,
     stops_as_interrupts,
@@ -315,7 +316,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field of both A and B")
     p.add_argument("--set-b", action="append", metavar="KEY=VALUE", help="override a field of B only")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--tolerance", type=float, default=1e-5, help="largest log-probability difference (default 1e-5)")
+    p.add_argument("--tolerance", type=positive_number, default=1e-5,
+                   help="largest log-probability difference (default 1e-5)")
     p.set_defaults(run=cmd_equiv)
 
     p = sub.add_parser("check", help="run the contracts on registered components, tasks and metrics or a plugin's",

@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from zoo.api import Study, folder
 from zoo.cli_dry_run import dry_run, reuse_folders, warn_about_this_machine
+from zoo.cli_process import positive_number
 from zoo.config_io import parse_assignments
 from zoo.errors import install_hint
 from zoo.experiment import load_experiment, store
@@ -289,6 +290,6 @@ def add_commands(sub) -> None:
                        "would detect the task's target effect (its `detect`, else its `margin`, else 1 BLEU / 5 "
                        "points) with the experiment's power at its alpha.")
     _experiment_arguments(p)
-    p.add_argument("--effect", type=float, help="the difference to detect, in the primary metric's units "
+    p.add_argument("--effect", type=positive_number, help="the difference to detect, in the primary metric's units "
                    "(default: each task's target effect)")
     p.set_defaults(run=cmd_plan)

@@ -150,3 +150,14 @@ def warn(errors, line: str | None) -> None:
     """'zoo: warning: LINE' on the `errors` console (nothing for None), the line printed as written, not as markup."""
     if line:
         errors.print(f"[yellow]zoo: warning:[/] {escape(line)}", soft_wrap=True)
+
+
+def positive_number(text: str) -> float:
+    """An argparse type for a size or a tolerance: a finite number above 0, else one line and exit 2."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; expected a number above 0")
+    return value

@@ -188,7 +188,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     counts = _process_counts(args.processes) if args.processes is not None else None
     if args.process_steps < 1:
         raise ZooError(f"--process-steps: {args.process_steps} is not allowed; expected a number of steps >= 1")
-    for option, value, least in (("--batch", args.batch, 1), ("--length", args.length, MIN_BENCH_LENGTH)):
+    for option, value, least in (("--batch", args.batch, 1), ("--length", args.length, MIN_BENCH_LENGTH),
+                                 ("--rounds", args.rounds, 1)):
         if value < least:
             raise ZooError(f"{option}: {value} is not allowed; expected a whole number >= {least}")
     if args.process_path == "graphed" and args.device != "cuda":

@@ -32,7 +32,7 @@ def _slot_validator(slot: str):
             value = {}
         if not isinstance(value, dict):
             message = f"{slot}: expected a table of options such as {{kind = ...}}, got {value!r}"
-            raise PydanticCustomError("zoo_slot", message.replace("{", "{{").replace("}", "}}"))
+            raise PydanticCustomError("zoo_slot", message)
         key = registry.slot(slot).key
         name = value.get(key, registry.slot(slot).default)
         try:
@@ -43,7 +43,7 @@ def _slot_validator(slot: str):
             return entry.config.model_validate({**value, key: name})
         except ValidationError as err:
             message = "; ".join(describe_error(e, entry.config, prefix=(slot,)) for e in err.errors())
-            raise PydanticCustomError("zoo_slot", message.replace("{", "{{").replace("}", "}}")) from None
+            raise PydanticCustomError("zoo_slot", message) from None
 
     return validate
 

@@ -61,8 +61,8 @@ class TrainConfig(BaseModel):
     @model_validator(mode="after")
     def _budget(self) -> TrainConfig:
         if self.steps is None and self.epochs is None and self.minutes is None:
-            raise ValueError("steps: give a budget: steps, epochs or minutes "
-                             "(any combination; the first reached ends training)")
+            raise ValueError("steps: give a budget: steps, epochs or minutes (any combination; the first reached "
+                             "ends training), e.g. steps = 2000 in the config, or zoo train --train steps=2000")
         if self.schedule == "linear-decay" and self.steps is None:
             raise ValueError("schedule: 'linear-decay' decays to 0 at `steps`, so it needs steps")
         return self
