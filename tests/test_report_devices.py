@@ -70,7 +70,7 @@ def test_throughput_is_summarised_per_device_never_pooled(two_devices):
 def test_the_difference_in_throughput_is_taken_within_each_device(two_devices):
     experiment, report = two_devices
     analysis = report.tasks[0]
-    header, rows = descriptive_rows(analysis, descriptive_metrics(experiment.config.tasks[0]))
+    header, rows = descriptive_rows(analysis, descriptive_metrics(experiment.config.tasks[0]), 0.05)
     cell = {row[0]: row[header.index("Δ train tok/s [95% CI]")] for row in rows}["conv1d"]
     base, other = speeds("linear", [0, 1, 2]), speeds("conv1d", [0, 1, 2])
     low, high = scipy_stats.ttest_ind(other, base, equal_var=False).confidence_interval(0.95)

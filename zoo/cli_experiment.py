@@ -23,7 +23,7 @@ RECORDS = store.RECORDS
 console = Console(emoji=False)  # user text such as ":smile:" is printed as written
 errors = Console(stderr=True, emoji=False)
 EXECUTOR_FLAGS = ("workers", "address", "threads")  # `zoo run` flags an executor takes when its options declare them
-TERMINAL_OMITS = {"stalled", "diverged", "failed", "vs baseline: Fisher p", "Δ unstable [95% CI]"}
+TERMINAL_OMITS = {"stalled", "diverged", "failed", "vs baseline: Fisher p"}
 
 
 # -- zoo run ---------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from zoo import metrics  # noqa: E402
 from zoo.experiment import Experiment  # noqa: E402
 from zoo.experiment.schema import TaskEntry  # noqa: E402
 from zoo.report.analysis import Analyst, TaskAnalysis  # noqa: E402
-from zoo.report.tables import label, verdict_class, verdict_text  # noqa: E402
+from zoo.report.tables import ci, label, verdict_class, verdict_text  # noqa: E402
 from zoo.stats.intervals import mean_half_width  # noqa: E402
 
 DPI = 110
@@ -127,7 +127,7 @@ def seed_values(experiment: Experiment, analysis: TaskAnalysis, analyst: Analyst
 
 
 def effects(experiment: Experiment, analysis: TaskAnalysis, path: Path) -> Path:
-    """Forest plots against the baseline: the primary metric's difference with its 95% CI and the
+    """Forest plots against the baseline: the primary metric's difference with its (1 - alpha) CI and the
     equivalence margin as a band (left); the difference in the share of unstable runs (right: its test and
     the odds-ratio interval that test inverts are in the outcomes table). Labels carry the verdicts."""
     task = analysis.task
@@ -155,7 +155,7 @@ def effects(experiment: Experiment, analysis: TaskAnalysis, path: Path) -> Path:
     left.invert_yaxis()
     metric = analysis.primary
     left.set(xlabel=f"Δ test {label(metric)} vs {experiment.config.baseline_label} ({unit(metric)}){band}",
-             title="quality of the runs that trained\n(95% CI; hollow: no verdict)")
+             title=f"quality of the runs that trained\n({ci(settings.alpha)}; hollow: no verdict)")
     right.set_xlim(-105, 105)  # the whole range a difference of shares can take: no difference reads as none
     right.set(xlabel=f"Δ share of unstable runs vs {experiment.config.baseline_label} (points)",
               title="instability: stalled + diverged\n(the tests and their intervals: the outcomes table)")
@@ -198,7 +198,8 @@ def effects_overview(experiment: Experiment, tasks: list[TaskAnalysis], titles: 
         ax.set_title(title, fontsize=9)
         ax.set_xlabel(f"Δ test {label(analysis.primary)}" + (f" (band ±{margin:g})" if margin is not None else ""),
                       fontsize=8)
-    fig.suptitle(f"{experiment.name}: effects against {experiment.config.baseline_label} per task (95% CI)\n"
+    fig.suptitle(f"{experiment.name}: effects against {experiment.config.baseline_label} per task "
+                 f"({ci(experiment.config.analysis.alpha)})\n"
                  "colour: the verdict (green better, red worse, blue equivalent within the band, grey undecided; "
                  "hollow: no verdict)", fontsize=9)
     return save(fig, path)

@@ -59,6 +59,11 @@ def fmt_p(p: float) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
+def ci(alpha: float) -> str:
+    """'95% CI' at alpha 0.05: a comparison's interval is at 1 - the experiment's alpha, and says so."""
+    return f"{round(100 * (1 - alpha), 6):g}% CI"
+
+
 def fmt_interval(low: float, high: float, column: str = "", signed: bool = False) -> str:
     show = fmt_difference if signed else fmt
     return "—" if math.isnan(low) else f"[{show(low, column)}, {show(high, column)}]"
@@ -173,7 +178,8 @@ def fmt_odds(test: oc.FailureComparison | None) -> str:
 
 def outcome_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
     header = ["variant", "complete", "stalled", "diverged", "failed", "unstable (stalled + diverged)",
-              "Δ unstable", "odds ratio [95% CI]", "vs baseline: Fisher p", "adjusted p", "verdict",
+              "Δ unstable", f"odds ratio [{ci(experiment.config.analysis.alpha)}]", "vs baseline: Fisher p",
+              "adjusted p", "verdict",
               "detectable rise (80% power, at the corrected level)"]
     rows = []
     for variant in (v.label for v in experiment.config.variants):
@@ -232,7 +238,7 @@ def comparison_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[lis
     task, settings = analysis.task, experiment.config.analysis
     metric = label(analysis.primary)
     margin = f"TOST ±{task.margin:g}" if task.margin is not None else "TOST (no margin declared)"
-    header = ["variant", f"Δ {metric} [95% CI]", "p", f"adjusted p ({settings.correction})", "verdict",
+    header = ["variant", f"Δ {metric} [{ci(settings.alpha)}]", "p", f"adjusted p ({settings.correction})", "verdict",
               "P(better)", "ASO ε_min", "detectable Δ (80% power, at the corrected level)",
               f"seeds for ±{task.target_effect:g}", margin,
               "sentence-bootstrap p (test set only)"]
@@ -267,9 +273,9 @@ def _among_trained(analysis: TaskAnalysis, comparison: Comparison) -> str:
             f"{finished[reference]}; the outcomes table counts the others)")
 
 
-def descriptive_rows(analysis: TaskAnalysis, metrics: list[str]) -> tuple[list[str], list[list[str]]]:
+def descriptive_rows(analysis: TaskAnalysis, metrics: list[str], alpha: float) -> tuple[list[str], list[list[str]]]:
     """Differences with intervals, no verdicts; with a threshold, the log-rank p of the steps to reach it."""
-    header = ["variant", *(f"Δ {label(m)} [95% CI]" for m in metrics)]
+    header = ["variant", *(f"Δ {label(m)} [{ci(alpha)}]" for m in metrics)]
     if analysis.task.threshold is not None:
         header.append("steps to threshold: log-rank p")
     rows = []
@@ -327,7 +333,7 @@ def descriptive_metrics(task: TaskEntry) -> list[str]:
 def terminal_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
     """The verdicts, narrow enough for a terminal (report.md has every column)."""
     settings = experiment.config.analysis
-    header = ["variant", f"Δ {label(analysis.primary)} [95% CI]", "adjusted p", "verdict", "P(better)",
+    header = ["variant", f"Δ {label(analysis.primary)} [{ci(settings.alpha)}]", "adjusted p", "verdict", "P(better)",
               "detectable Δ"]
     rows = [[variant, fmt_effect(c.result.difference, c.result.ci_low, c.result.ci_high, c.metric),
              fmt_p(c.result.p_adjusted), verdict_text(c, settings.min_seeds, short=True), fmt(c.prob_better),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from zoo.report.study import Report
-from zoo.report.tables import fmt_effect, fmt_p, md_table
+from zoo.report.tables import ci, fmt_effect, fmt_p, md_table
 
 
 def placebo_section(report: Report) -> list[str]:
@@ -29,7 +29,7 @@ def placebo_section(report: Report) -> list[str]:
     lines = ["Variants the equivalence check proves to compute the same function, trained alike: any difference "
              "between them is noise (seeds, rounding), so they show how large a difference noise alone makes here. "
              "A pair not tested against the baseline is tested at the raw alpha (stricter for this check).", "",
-             md_table(["task", "placebo pair", "difference [95% CI]", "p", "equivalent within margin", "status"],
+             md_table(["task", "placebo pair", f"difference [{ci(alpha)}]", "p", "equivalent within margin", "status"],
                       rows), ""]
     if flagged:
         lines.insert(0, f"> **Warning: a placebo comparison is significant ({'; '.join(flagged)}).** Noise alone "

@@ -13,6 +13,7 @@ from zoo.report.paths import shown
 from zoo.report.sections.grid import interim
 from zoo.report.study import Report
 from zoo.report.tables import (
+    ci,
     comparison_rows,
     descriptive_metrics,
     descriptive_rows,
@@ -85,8 +86,8 @@ def task_section(report: Report, analysis: TaskAnalysis, out_dir: Path) -> list[
         if note:
             lines += [f"**Interim:** {note} (see Grid status).", ""]
         lines += [md_table(*comparison_rows(experiment, analysis)), "", *confound_lines(report, analysis)]
-        lines += ["Other metrics, descriptive (difference [95% CI], no verdicts):", "",
-                  md_table(*descriptive_rows(analysis, descriptive_metrics(task))), ""]
+        lines += [f"Other metrics, descriptive (difference [{ci(settings.alpha)}], no verdicts):", "",
+                  md_table(*descriptive_rows(analysis, descriptive_metrics(task), settings.alpha)), ""]
     if not ((report.frame.task == task.key) & report.frame.status.isin(("complete", "diverged"))).any():
         return lines  # nothing finished yet: the grid status says so, and an empty plot would look like a result
     stem = plots.file_stem(task.key)

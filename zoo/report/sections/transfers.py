@@ -9,8 +9,9 @@ from pathlib import Path
 
 from zoo.report.plots import file_stem, plt, save
 from zoo.report.study import Report
-from zoo.report.tables import fmt_effect, fmt_p, label, md_table, verdict_class, verdict_text
+from zoo.report.tables import ci, fmt_effect, fmt_p, label, md_table, verdict_class, verdict_text
 from zoo.report.transfer import TransferAnalysis
+from zoo.stats import ALPHA
 from zoo.stats.transfer import CHANGES, HOLDS, Interaction
 
 
@@ -56,7 +57,7 @@ def transfer_rows(analysis: TransferAnalysis, min_seeds: int) -> tuple[list[str]
 
 
 def transfer_plot(analysis: TransferAnalysis, experiment_name: str, path: Path) -> Path:
-    """Effect on the second task against effect on the first, with each task's 95% CI; on the diagonal the
+    """Effect on the second task against effect on the first, with each task's interval; on the diagonal the
     effect transfers unchanged."""
     a, b = analysis.names
     fig, ax = plt.subplots(figsize=(6.5, 6))
@@ -79,7 +80,9 @@ def transfer_plot(analysis: TransferAnalysis, experiment_name: str, path: Path) 
     ax.axhline(0, color="grey", linewidth=0.5)
     ax.axvline(0, color="grey", linewidth=0.5)
     unit = label(analysis.first.primary)
-    ax.set(xlabel=f"Δ test {unit} on {a} (95% CI)", ylabel=f"Δ test {unit} on {b} (95% CI)",
+    level_a, level_b = (ci(next((side.comparisons[v].result.alpha for v in analysis.rows), ALPHA))
+                        for side in (analysis.first, analysis.second))  # each side's own experiment's alpha
+    ax.set(xlabel=f"Δ test {unit} on {a} ({level_a})", ylabel=f"Δ test {unit} on {b} ({level_b})",
            title=f"{experiment_name}: effects against the baseline\n{a} → {b}")
     ax.grid(alpha=0.3)
     return save(fig, path)
