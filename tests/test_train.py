@@ -348,3 +348,15 @@ def test_zoo_train_without_a_budget_says_how_to_give_one(capsys, tmp_path):
     err = capsys.readouterr().err
     assert "give a budget: steps, epochs or minutes" in err and "--train steps=2000" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_zoo_trains_closing_line_keeps_the_run_folder_whole(capsys, tmp_path):
+    """As the metrics table's title, the closing line wrapped to the table's two narrow columns, mid-path."""
+    from zoo.cli import main
+
+    out = tmp_path / ("a-run-folder-with-a-name-long-enough-to-wrap-" * 2)
+    tiny = ["--set", "d_model=16", "--set", "d_ff=32", "--set", "n_heads=2", "--set", "encoder_layers=1",
+            "--set", "decoder_layers=1"]
+    assert main(["train", "paper-base", *tiny, "--task", "copy", "--train", "steps=2", "--train", "eval_interval=2",
+                 "--no-progress", "--out", str(out)]) == 0
+    assert f"{out}: complete after 2 steps (" in capsys.readouterr().out

@@ -26,13 +26,16 @@ console = Console(emoji=False)  # user text such as ":smile:" is printed as writ
 errors = Console(stderr=True, emoji=False)
 
 
-def _metrics_table(title: str, metrics: dict) -> Table:
-    table = Table(title=title, title_justify="left")
+def _print_metrics(heading: str, metrics: dict) -> None:
+    """`heading` on a line of its own, then the metrics: as the table's title, a path wrapped mid-word to the
+    width of the table's two narrow columns."""
+    console.print(escape(heading), soft_wrap=True)
+    table = Table()
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in metrics.items():
         table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
-    return table
+    console.print(table)
 
 
 def prepare(args: argparse.Namespace):
@@ -62,9 +65,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     summary = Trainer(spec, task, config, args.out, resume=args.resume, progress=not args.no_progress,
                       console=errors, log_to=log_to).run()
     final = summary.get("final") or {}
-    console.print(_metrics_table(f"{args.out}: {summary['status']} after {summary['steps']} steps "
-                                 f"({summary['train_seconds']:.0f} s)",
-                                 {k: v for k, v in final.items() if k != "event"}))
+    _print_metrics(f"{args.out}: {summary['status']} after {summary['steps']} steps ({summary['train_seconds']:.0f} s)",
+                   {k: v for k, v in final.items() if k != "event"})
     if summary["status"] != "complete":
         errors.print(f"[bold red]{escape(summary['reason'])}[/bold red]")
         return 1
@@ -110,7 +112,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         metrics, hypotheses = evaluate(model, task, args.split, decode, limit=args.limit,
                                        progress=lambda n: bar.advance(progress, n))
     name = f"eval-{args.split}-beam{args.beam}" + (f"-first{args.limit}" if args.limit else "")
-    console.print(_metrics_table(f"{args.run_dir} on {args.split} -> {name}.json", metrics))  # before saving: a
+    _print_metrics(f"{args.run_dir} on {args.split} -> {name}.json", metrics)  # before saving: a
     try:  # read-only run directory must not cost the decoding just finished
         save_evaluation(Path(args.run_dir), name, metrics, hypotheses)
     except OSError as err:
