@@ -203,3 +203,14 @@ def test_extends_switches_a_kind_as_set_does(tmp_path, monkeypatch):
     monkeypatch.setenv("ZOO_PRESETS", str(tmp_path))
     extended, switched = zoo.load_spec("my-swiglu"), zoo.load_spec("paper-base", {"ffn.kind": "swiglu"})
     assert extended.model_dump(exclude={"name"}) == switched.model_dump(exclude={"name"})
+
+
+def test_an_unknown_preset_names_a_zoo_presets_that_is_no_folder(tmp_path, monkeypatch):
+    """A mistyped $ZOO_PRESETS was silently ignored: 'unknown preset' with no word of where it looked."""
+    monkeypatch.setenv("ZOO_PRESETS", str(tmp_path / "nowhere"))
+    with pytest.raises(zoo.SpecError, match="ZOO_PRESETS is '.*nowhere', which is not a folder"):
+        zoo.load_spec("mine")
+    monkeypatch.setenv("ZOO_PRESETS", str(tmp_path))
+    with pytest.raises(zoo.SpecError) as raised:
+        zoo.load_spec("mine")
+    assert "ZOO_PRESETS" not in str(raised.value)

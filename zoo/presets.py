@@ -62,6 +62,9 @@ def preset_data(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
 def unknown_preset(name: str, paths: dict[str, Path], note: str = "") -> str:
     close = difflib.get_close_matches(name, list(paths), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
+    own = os.environ.get("ZOO_PRESETS")
+    if own and not Path(own).is_dir():  # the user's presets were looked for, and not found: say where
+        hint += f"; $ZOO_PRESETS is {own!r}, which is not a folder"
     return f"unknown preset {name!r}{note}{hint}; presets: {', '.join(paths) or 'none found'}"
 
 
