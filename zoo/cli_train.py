@@ -273,7 +273,8 @@ def add_commands(sub) -> None:
     p.add_argument("--length", type=int, default=24,
                    help=f"mean source sentence length in tokens, at least {MIN_BENCH_LENGTH} (default 24; lengths "
                         "vary by half of it either way, targets are 10%% longer)")
-    p.add_argument("--rounds", type=int, default=7, help="interleaved rounds per comparison")
+    p.add_argument("--rounds", type=int, default=7, help="interleaved rounds per training comparison; cached "
+                   "decoding, slower a round, takes half as many (at least 3)")
     p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu",
                    help="where to measure (default cpu; auto = cuda if PyTorch sees a GPU)")
     p.add_argument("--processes", metavar="K,K,...",
