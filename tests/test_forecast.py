@@ -74,6 +74,19 @@ def test_dry_run_writes_nothing_and_prints_the_table(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["smoke.toml"]
 
 
+def test_a_grid_run_into_a_new_folder_is_timed_by_the_committed_records(tmp_path):
+    """A newcomer's `zoo run experiments/quickstart.toml --out my-quickstart --dry-run` said 'unknown' hours, with
+    quickstart's own records committed in reports/quickstart: they time the runs, and nothing of theirs is copied."""
+    done = subprocess.run([sys.executable, "-m", "zoo", "run", "experiments/quickstart.toml", "--dry-run", "--runs",
+                           str(tmp_path / "runs"), "--out", str(tmp_path / "mine")], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    summary = " ".join(done.stdout.split())
+    assert "unknown" not in summary and "about 0." in summary and "hours of training left" in summary
+    assert "│ copy │ 15 │ 0 │ 0 │ 0 │ 15 │" in summary  # all new: the committed records time, they are not copied
+    assert not (tmp_path / "mine").exists()
+
+
 def test_a_finished_grid_says_nothing_is_left_not_zero_hours():
     summary = dry_run_summary(Left(), [], 2, to_run=0)
     assert summary.startswith("nothing left to train") and "0.0" not in summary

@@ -46,7 +46,10 @@ def dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: P
     reuse = reuse_folders(args)
     with progress_bar(f"{experiment.name}: reading the records and comparing definitions") as progress:
         grid = reusable(experiment, cells(experiment, runs, out / RECORDS, part=part), reuse)
-        rows = [row for row in forecast(experiment, grid, reuse, progress) if row.cells]  # a --tasks part: its own
+        committed = Path("reports") / experiment.name  # the default store: its runs time this grid's too
+        timing = [*reuse, committed] if committed.resolve() != out.resolve() and (committed / RECORDS).is_dir() \
+            else reuse
+        rows = [row for row in forecast(experiment, grid, timing, progress) if row.cells]  # a --tasks part: its own
     if args.executor == "local":
         warn_about_this_machine(experiment, grid)
     table = Table(title=f"zoo run {experiment.name} --dry-run: nothing is trained, moved or written",
@@ -137,7 +140,8 @@ def dry_run_summary(left: Left, unknown: list[str], workers: int, to_run: int) -
                 + (f" (and an unknown amount for {', '.join(unknown)}: {why})" if unknown else "")
                 + f"; with {workers} worker{'s' if workers > 1 else ''} about {left.wall / 3600:.1f} hours")
     return (f"{text}. stale: recorded or started under another definition, so run again. s/step: median seconds "
-            "per training step of the task's complete records from this hardware (GPU model, or CPU "
+            "per training step of the task's complete records (in --out, --reuse-from and reports/<experiment "
+            "name>) from this hardware (GPU model, or CPU "
             "instruction set), or where it has none from others of its kind (named below), measured with as many "
             "runs sharing the machine as they had; evaluation is not counted. CPU runs that set "
             "their threads share the machine's cores: workers beyond cores / threads do not shorten the wall time.")
