@@ -273,3 +273,17 @@ def test_a_sigterm_in_process_is_one_line_and_exit_143(capsys, monkeypatch):
         assert one_line(capsys, "schema") == (143, "zoo: terminated (SIGTERM)")
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_mistyped_experiment_name_gets_the_close_one(capsys, monkeypatch):
+    """`zoo run quickstrt` said only 'cannot read the file'."""
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    assert main(["run", "quickstrt", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("did you mean 'quickstart' (experiments/quickstart.toml)?") and len(err.splitlines()) == 1
+
+
+def test_evaluate_on_a_folder_that_is_not_there_says_so(tmp_path, capsys):
+    """It said 'no spec.json; is this a run directory', of a folder that does not exist."""
+    assert main(["evaluate", str(tmp_path / "nope")]) == 2
+    assert f"{tmp_path / 'nope'}: no such folder" in capsys.readouterr().err

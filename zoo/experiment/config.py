@@ -29,6 +29,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,11 @@ def load_experiment(path: str | Path) -> Experiment:
     path = Path(path)
     if not path.exists() and (Path("experiments") / f"{path}.toml").exists():
         path = Path("experiments") / f"{path}.toml"  # `zoo run quickstart`
+    if not path.exists() and path.suffix == "" and Path("experiments").is_dir():  # a name mistyped: name the close
+        close = difflib.get_close_matches(str(path), [p.stem for p in Path("experiments").glob("*.toml")], n=1)
+        if close:
+            raise ExperimentError(f"{path}: no such experiment file, nor experiments/{path}.toml; did you mean "
+                                  f"{close[0]!r} (experiments/{close[0]}.toml)?")
     data = read_config_file(path)
     try:
         # plugins first: the tasks and metrics the rest of the file names may be theirs

@@ -18,6 +18,8 @@ from zoo.train.config import TrainConfig
 def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[Seq2Seq, Task, TrainConfig]:
     """The trained model (weights of the last checkpoint), its task and its training config."""
     run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RunError(f"{run_dir}: no such folder; give the --out folder of a `zoo train` run")
     for name in (SPEC, TRAIN):
         if not (run_dir / name).exists():
             raise RunError(f"{run_dir}: no {name}; is this a run directory written by `zoo train`?")
