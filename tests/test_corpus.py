@@ -216,3 +216,15 @@ def test_a_task_without_training_examples_is_refused_before_training(tmp_path, m
                                     "src_vocab": task.src_vocab, "tgt_vocab": task.tgt_vocab})
     with pytest.raises(DataError, match="^task copy: no training example, so there is nothing to train on$"):
         Trainer(spec, task, TrainConfig(steps=2, device="cpu"), tmp_path / "run", progress=False)
+
+
+def test_no_data_folder_names_every_way_to_give_one(tmp_path, monkeypatch):
+    """The message named the task config's data_dir and $ZOO_DATA_DIR, not the flag of the command being run."""
+    from zoo.data.corpus import resolve_data_dir
+    from zoo.errors import DataError
+
+    monkeypatch.delenv("ZOO_DATA_DIR", raising=False)
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    with pytest.raises(DataError, match=r"give `zoo train --data-dir`, data_dir in the task config or \$ZOO_DATA_DIR"):
+        resolve_data_dir(None)
