@@ -360,3 +360,23 @@ def test_zoo_trains_closing_line_keeps_the_run_folder_whole(capsys, tmp_path):
     assert main(["train", "paper-base", *tiny, "--task", "copy", "--train", "steps=2", "--train", "eval_interval=2",
                  "--no-progress", "--out", str(out)]) == 0
     assert f"{out}: complete after 2 steps (" in capsys.readouterr().out
+
+
+def test_an_epochs_budget_with_accumulation_ends_at_the_pass_not_a_group_later(tmp_path):
+    """With accumulate = 3 the last step's group ran past the epoch: 'epochs = 1' trained 1.03 epochs (4,316 target
+    tokens for one pass's 4,190). The group now stops where the budget is reached."""
+    import json
+
+    from zoo.cli import main
+
+    runs = {}
+    for accumulate in (1, 3):
+        out = tmp_path / f"acc{accumulate}"
+        assert main(["train", "paper-base", "--set", "d_model=16", "--set", "d_ff=32", "--set", "n_heads=2",
+                     "--set", "encoder_layers=1", "--set", "decoder_layers=1", "--task", "copy", "--task-set",
+                     "train_size=300", "--train", "epochs=1", "--train", f"accumulate={accumulate}", "--train",
+                     "batch_tokens=128", "--no-progress", "--out", str(out)]) == 0
+        runs[accumulate] = json.loads((out / "summary.json").read_text())
+    assert runs[3]["epochs"] == runs[1]["epochs"] == 1.0
+    assert runs[3]["tokens"] == runs[1]["tokens"]  # every training target once, whatever the grouping
+    assert runs[3]["steps"] == -(-runs[1]["steps"] // 3)

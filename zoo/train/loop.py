@@ -192,9 +192,12 @@ class Trainer:
         return self._epoch_batches[1]
 
     def _next_group(self, pos: Position) -> list[list[int]]:
-        """The `accumulate` batches of the next optimizer step; advances `pos` through epochs."""
+        """The `accumulate` batches of the next optimizer step; advances `pos` through epochs. An epochs budget ends
+        the group where it is reached: `epochs = 1` is one pass over the data, not one and part of a group more."""
         group = []
         for _ in range(self.config.accumulate):
+            if group and self.config.epochs is not None and self._epochs_done(pos) >= self.config.epochs:
+                break
             batches = self._batches(pos.epoch)
             if pos.index >= len(batches):
                 pos.epoch, pos.index = pos.epoch + 1, 0
