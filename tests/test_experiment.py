@@ -43,6 +43,11 @@ steps = 5
     ('[[variants]]\nlabel = "a"\nbase = "paper-base"', "", "", "unique"),
     ("", 'options = {symbls = 3}', "", "symbols"),
     ("", "", "stesp = 3", "did you mean 'steps'"),
+    # a bad training value is named where it was written: [train], the task's train, the variant's train
+    ("", "", "lr = -1", r"exp.toml: \[train\]: lr: Input should be greater than 0"),
+    ("", 'train = {schedule = "nope"}', "", r"exp.toml: tasks\[0\] \(copy\): train: schedule: Input should be"),
+    ('[[variants]]\nlabel = "b"\nbase = "paper-base"\ntrain = {warmup = -2}', "", "",
+     r"exp.toml: variants\[1\] \(b\): train: warmup: Input should be greater than or equal to 0"),
 ])
 def test_invalid_files_are_rejected_naming_the_field(tmp_path, variant, task, train, field):
     with pytest.raises(ExperimentError, match=field):

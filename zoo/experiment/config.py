@@ -190,19 +190,33 @@ def load_experiment(path: str | Path) -> Experiment:
             raise ExperimentError(f"{path}: variants[{i}] ({variant.label}): {err}") from None
     experiment = Experiment(path, config, specs)
     for i, task in enumerate(config.tasks):
+        where = f"tasks[{i}] ({task.name})"
         try:
             task_config = experiment.task_config(task)
-            for variant in config.variants:
-                experiment.train_config(task, config.seeds[0], variant.label)
+            for j, variant in enumerate(config.variants):
+                try:
+                    experiment.train_config(task, config.seeds[0], variant.label)
+                except ValidationError as err:  # said where the bad value was written
+                    raise ExperimentError(f"{path}: " + "; ".join(
+                        f"{_train_source(e, config, where, task, f'variants[{j}] ({variant.label})', variant)}: "
+                        f"{describe_error(e, TrainConfig)}" for e in err.errors())) from None
                 check_fits(specs[variant.label], task_config)
-        except SpecError as err:
-            raise ExperimentError(f"{path}: tasks[{i}] ({task.name}): {err}") from None
-        except (DataError, ValidationError) as err:
-            message = err if isinstance(err, DataError) else "; ".join(
-                describe_error(e, TrainConfig) for e in err.errors())
-            raise ExperimentError(f"{path}: tasks[{i}] ({task.name}): {message}") from None
+        except (SpecError, DataError) as err:
+            raise ExperimentError(f"{path}: {where}: {err}") from None
     _load_others(experiment)
     return experiment
+
+
+def _train_source(error: dict, config: ExperimentConfig, where: str, task: TaskEntry, variant_where: str,
+                  variant: Variant) -> str:
+    """Which table set the training field an error is about: the variant's train, the task's, the file's [train];
+    a field none of them set (a missing budget) is the task's to give."""
+    field = str(error["loc"][0]) if error.get("loc") else ""
+    if field in variant.train:
+        return f"{variant_where}: train"
+    if field in task.train:
+        return f"{where}: train"
+    return "[train]" if field in config.train else where
 
 
 _LOADING: set[Path] = set()  # the experiment files whose transfers are being loaded (a circle would not end)
