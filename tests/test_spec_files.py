@@ -202,7 +202,8 @@ def test_extends_switches_a_kind_as_set_does(tmp_path, monkeypatch):
     (tmp_path / "my-swiglu.toml").write_text('extends = "paper-base"\nname = "my-swiglu"\n[ffn]\nkind = "swiglu"\n')
     monkeypatch.setenv("ZOO_PRESETS", str(tmp_path))
     extended, switched = zoo.load_spec("my-swiglu"), zoo.load_spec("paper-base", {"ffn.kind": "swiglu"})
-    assert extended.model_dump(exclude={"name"}) == switched.model_dump(exclude={"name"})
+    assert extended.model_dump(exclude={"name", "description", "notes"}) == \
+        switched.model_dump(exclude={"name", "description", "notes"})  # a spec of its own, described as one
 
 
 def test_an_unknown_preset_names_a_zoo_presets_that_is_no_folder(tmp_path, monkeypatch):
@@ -214,3 +215,12 @@ def test_an_unknown_preset_names_a_zoo_presets_that_is_no_folder(tmp_path, monke
     with pytest.raises(zoo.SpecError) as raised:
         zoo.load_spec("mine")
     assert "ZOO_PRESETS" not in str(raised.value)
+
+
+def test_a_spec_extending_a_preset_does_not_wear_the_presets_description(tmp_path):
+    """A file with `extends = "paper-base"` and d_model 128 showed 'Sizes from Table 3 (base): d_model 512 ...'
+    under its own name. One that gives its own description and notes keeps them."""
+    (tmp_path / "mine.toml").write_text('extends = "paper-base"\nname = "mine"\nd_model = 128\nn_heads = 4\n')
+    spec = zoo.load_spec(tmp_path / "mine.toml")
+    assert spec.description.startswith("paper-base, with the fields this spec changes") and spec.notes == ""
+    assert zoo.load_spec("writeup-004-as-written").description.startswith("Writeup 004 as written")

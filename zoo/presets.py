@@ -85,4 +85,6 @@ def with_base(data: dict[str, Any], seen: tuple[str, ...] = (), source: str = ""
     paths = preset_paths()
     if base not in paths:
         raise SpecError(f"{where}: {unknown_preset(base, paths)}")
-    return apply_overrides(preset_data(base, seen), _dotted(data))
+    # the base's description and notes are about the base: a spec that gives none of its own says what it is
+    own = {"description": f"{base}, with the fields this spec changes (zoo show NAME --diff {base})", "notes": ""}
+    return apply_overrides({**preset_data(base, seen), **own}, _dotted(data))
