@@ -12,12 +12,14 @@ def zoo_run(path, root, *part: str) -> int:
     return main(["run", str(path), "--runs", str(root / "runs"), "--out", str(root / "out"), "--no-live", *part])
 
 
-def test_a_part_trains_its_cells_alone_and_the_whole_grid_then_only_the_rest(tmp_path):
+def test_a_part_trains_its_cells_alone_and_the_whole_grid_then_only_the_rest(tmp_path, capsys):
     """Seed 1 of pre-norm first (as a second machine would), then the whole grid: the part's record is kept,
     not trained again, and every record equals the one an uninterrupted whole grid writes."""
     path = experiment_file(tmp_path)
     split, whole = tmp_path / "split", tmp_path / "whole"
     assert zoo_run(path, split, "--variants", "pre-norm", "--seeds", "1", "--tasks", "copy") == 0
+    said = " ".join(capsys.readouterr().err.split())  # 'complete' is the run's state; stalled is the report's word
+    assert "smoke: 1 complete -> records in" in said and "the report sets apart as stalled those that ended" in said
     part_record = split / "out" / "records" / "pre-norm" / "copy" / "seed-1.json"
     assert sorted(p.relative_to(split / "out" / "records").as_posix()
                   for p in (split / "out" / "records").rglob("seed-*.json")) == ["pre-norm/copy/seed-1.json"]

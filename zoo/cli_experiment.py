@@ -57,7 +57,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     for state, _ in results.values():
         counts[state] = counts.get(state, 0) + 1
     errors.print(f"{experiment.name}: " + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
-                 + f" -> records in {out / RECORDS}, run directories in {runs}")
+                 + f" -> records in {out / RECORDS}, run directories in {runs}"
+                 + ("; complete = trained to the end: the report sets apart as stalled those that ended below "
+                    "their task's floor" if counts.get("complete") else ""))
     for name, (state, reason) in results.items():
         if state in ("failed", "locked"):
             errors.print(f"  [red]{escape(name)}: {state}[/]: {escape(reason)}")
