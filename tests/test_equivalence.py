@@ -186,3 +186,12 @@ def test_transplant_refuses_shape_mismatch(tiny):
     model = zoo.build(tiny(), seed=0)
     with pytest.raises(zoo.NotTransplantable, match="shape"):
         zoo.transplant(model, tiny(d_ff=128))
+
+
+def test_a_model_of_nan_outputs_is_not_equivalent(tiny):
+    """max(0.0, nan) is 0.0 in Python: a B whose every log-probability is NaN was certified equivalent, difference 0."""
+    spec = tiny()
+    broken = zoo.build(spec, seed=0)
+    broken.output.register_forward_hook(lambda module, inputs, out: torch.full_like(out, float("nan")))
+    verdict = zoo.equivalence(spec, spec, side_b=broken)
+    assert not verdict.equivalent and math.isnan(verdict.max_abs_diff) and verdict.reason.startswith("NaN")

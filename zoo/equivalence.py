@@ -195,7 +195,8 @@ def equivalence(spec_a: ModelSpec | str | Path, spec_b: ModelSpec | str | Path, 
             real = tgt_in.ne(spec_a.pad_id)  # (B, T) compare where the target is not padding
             same = log_a == log_b  # also where both are -inf (a probability head underflowing)
             diff = torch.where(same, torch.zeros_like(log_a), (log_a - log_b).abs())[real]
-            worst = max(worst, math.nan if diff.isnan().any() else diff.max().item())
+            # NaN stays NaN: max(0.0, nan) is 0.0, which certified a model of NaN outputs as equivalent
+            worst = math.nan if math.isnan(worst) or diff.isnan().any() else max(worst, diff.max().item())
             positions += int(real.sum())
 
     unmatched = ""
