@@ -53,6 +53,14 @@ set = {"residual.dropout_on" = ["self_attn", "cross_attn", "ffn"]}
 label = "shared-prototypes"
 base = "writeup-000"
 set = {"init.shared_prototypes" = true}
+[[variants]]
+label = "logits"
+base = "writeup-000"
+set = {"output.kind" = "logits"}
+[[variants]]
+label = "random-pad-row"
+base = "writeup-000"
+set = {"embedding.padding_idx" = false}
 """)
 
 
@@ -64,14 +72,19 @@ def matrix(tmp_path_factory):
     return equivalence_matrix(experiment, load_records(experiment, path.parent / "records"))
 
 
-def test_all_four_compute_one_function(matrix):
-    assert matrix.classes() == [["plain", "conv1d", "more-dropout", "shared-prototypes"]]
+def test_all_compute_one_function(matrix):
+    assert matrix.classes() == [["plain", "conv1d", "more-dropout", "shared-prototypes", "logits", "random-pad-row"]]
 
 
 def test_only_a_pair_that_also_trains_alike_is_a_placebo(matrix):
     assert matrix.alike("plain", "conv1d")
     assert not matrix.alike("plain", "more-dropout")  # dropout on every branch: only training sees it
     assert not matrix.alike("plain", "shared-prototypes")  # other starting weights: only training sees them
+    # found by an audit, where field names had said 'trained alike': another loss (a log-softmax head smooths
+    # labels the annotated way, a logits head uniformly), and another start (a padding row drawn, not zeroed)
+    assert not matrix.alike("plain", "logits") and not matrix.alike("plain", "random-pad-row")
+    assert matrix.training["random-pad-row"]["starting weights"] == "random-pad-row's"
+    assert matrix.training["conv1d"]["starting weights"] == "plain's"  # (F, D, 1) and (F, D): the same values
 
 
 def test_the_report_names_the_training_difference(matrix):

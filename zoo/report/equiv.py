@@ -8,10 +8,12 @@ not the reverse), so a pair is called equivalent only when both cells say ≡.
 
 The specs are the ones the runs trained (the spec in the first record of the variant, else the
 experiment's spec), so vocabulary sizes are real ones. The check runs in eval mode on transplanted
-weights, so it cannot see what only training sees: the starting weights (the spec's `init`) and
-dropout. Two variants of one function therefore *train alike* only when those spec fields and their
-training overrides agree; a pair that differs there (000 with and without its shared prototypes,
-dropout on more branches) measures that training change, never the noise floor.
+weights, so it cannot see what only training sees: the starting weights, dropout and the loss. Two
+variants of one function therefore *train alike* only when their seeded builds start with the same
+weights (compared, not read from field names: an init option, a zeroed padding row), their dropout
+and init fields, their output heads' losses and their training overrides agree; a pair that differs
+there (000 with and without its shared prototypes, dropout on more branches) measures that training
+change, never the noise floor.
 
 Every pair is checked, also when two specs are identical (the line then shows a measured difference
 of 0, not an assumption). When a pair's vocabularies differ (specs from different tasks) both are
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 import torch
 
 from zoo.build import build
-from zoo.equivalence import Reference, Verdict, equivalence, reference
+from zoo.equivalence import Reference, Verdict, canonical_state, equivalence, reference
 from zoo.errors import SpecError
 from zoo.experiment import Experiment
 from zoo.report.collect import Records, record_path
@@ -99,8 +101,10 @@ def run_spec(experiment: Experiment, records: Records, label: str) -> tuple[Mode
 
 def training_fields(spec: ModelSpec) -> dict[str, object]:
     """The spec fields that change training but not the function the equivalence check compares: every
-    `init` field and every dropout setting, by dotted path."""
-    fields = {}
+    `init` field and every dropout setting, by dotted path, and the loss the output head trains with (a logits
+    head and a log-softmax one are one function, but smooth labels differently). The starting weights
+    themselves are compared apart (`_same_start`)."""
+    fields: dict[str, object] = {"loss": spec.impl("output").smoothing.__name__}
 
     def walk(data: dict, prefix: str) -> None:
         for key, value in data.items():
@@ -197,9 +201,23 @@ def _matrix(experiment: Experiment, records: Records, seed: int) -> Matrix:
                 verdicts[(a, b)] = equivalence(spec_a, spec_b, seed=seed, side_a=sides[key],
                                                side_b=targets.fresh(spec_b))
     matrix.verdicts = {pair: verdicts[pair] for pair in pairs}  # row by row, as the table reads
+    for members in matrix.classes():  # what training starts from, compared, not read from field names
+        starts: list[str] = []
+        for label in members:
+            same = next((first for first in starts if _same_start(*pairs[(first, label)][:2], seed)), None)
+            if same is None:
+                starts.append(label)
+            matrix.training[label]["starting weights"] = f"{same or label}'s"
     for note, listed in noted.items():
         matrix.notes.append(f"every pair checked: {note}" if listed == checked else f"{', '.join(listed)}: {note}")
     return matrix
+
+
+def _same_start(spec_a: ModelSpec, spec_b: ModelSpec, seed: int) -> bool:
+    """Whether the two specs' seeded builds start with the same weights, name for name (a kernel-1 Conv1d's
+    (F, D, 1) against a Linear's (F, D) compared as values): an init option, a zeroed padding row, a gain's start."""
+    a, b = (canonical_state(build(spec, seed=seed)) for spec in (spec_a, spec_b))
+    return a.keys() == b.keys() and all(torch.equal(a[k].reshape(-1), b[k].reshape(-1)) for k in a)
 
 
 class _Targets:
