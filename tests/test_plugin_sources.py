@@ -236,3 +236,21 @@ def test_a_plugin_installed_with_other_source_than_its_folder_says_so(tmp_path, 
     with pytest.raises(PluginError, match=r"already registered.*'stale_plugin' \(unversioned\) is loaded already "
                                           r"with other source files"):
         load(str(source / "stale_plugin"))
+
+
+def test_zoo_study_loads_the_plugins_the_zoo_command_loads(tmp_path):
+    """zoo.study() loaded only the experiment file's own `plugins`, not $ZOO_PLUGINS or entry points: a grid
+    `zoo run` had recorded with such a plugin read as stale from Python, and study.run() trained it again without."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    experiment = tmp_path / "glu.toml"
+    experiment.write_text("\n".join(line for line in (root / "examples/experiments/glu.toml").read_text().splitlines()
+                                    if not line.startswith("plugins = ")))  # its task 'rotate' is the plugin's
+    code = f"import zoo; print([t.name for t in zoo.study({str(experiment)!r}).experiment.config.tasks])"
+    env = {**os.environ, "ZOO_PLUGINS": str(root / "examples" / "zoo_examples")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=120)
+    assert done.returncode == 0 and "'rotate'" in done.stdout, done.stderr
