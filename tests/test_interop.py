@@ -133,6 +133,26 @@ def test_bias_free_attention_is_not_expressible():
         interop.to_torch(zoo.build(spec))
 
 
+def test_a_cross_mask_from_the_target_is_not_expressible():
+    """001's slip was accepted and silently dropped: to_torch masked by the source and differed by 0.88."""
+    spec = spec_for(SIZES[0], "post-norm").with_overrides({"mask.convention": "uint8-expanded",
+                                                           "mask.cross_from_target": True})
+    with pytest.raises(zoo.NotExpressible, match="cross_from_target"):
+        interop.to_torch(zoo.build(spec))
+
+
+@pytest.mark.parametrize("activation, reason", [
+    (nn.GELU(), "activations gelu and relu in one model"),  # torch's decoder layers fall back to ReLU on copy
+    (nn.GELU(approximate="tanh"), "zoo's gelu is the exact one"),
+])
+def test_an_activation_zoo_cannot_build_is_refused_not_mapped(activation, reason):
+    """Both were read as exact GELU everywhere, and the models differed by 0.56 and 5.7e-4."""
+    transformer = nn.Transformer(d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                                 dim_feedforward=32, activation=activation, batch_first=True)
+    with pytest.raises(zoo.NotExpressible, match=reason):
+        interop.spec_of(transformer, zoo.load_spec("paper-base"))
+
+
 @pytest.mark.parametrize("preset", ["writeup-002", "writeup-003"])
 def test_writeups_torch_can_express_match_it(preset):
     spec = zoo.load_spec(preset, {"d_model": 32, "n_heads": 4, "d_ff": 48, "encoder_layers": 2,

@@ -55,6 +55,9 @@ def check_expressible(spec: ModelSpec) -> None:
     if attention.share_self_cross:
         raise NotExpressible("attention.share_self_cross: "
                              "torch.nn.TransformerDecoderLayer has separate self- and cross-attention")
+    if getattr(spec.mask, "cross_from_target", False):  # 001's slip: built here, it was silently dropped
+        raise NotExpressible("mask.cross_from_target: torch.nn.Transformer masks cross-attention by the source's "
+                             "padding (memory_key_padding_mask)")
     if getattr(attention, "bias", True) is False or getattr(attention, "out_bias", True) is False:
         raise NotExpressible("attention.bias/out_bias = false: "
                              "torch.nn.Transformer(bias=False) removes every bias at once")
@@ -174,16 +177,26 @@ def to_torch(model: Seq2Seq) -> TorchSeq2Seq:
     return wrapped.train(model.training)
 
 
+def _activation(layer: nn.Module) -> str:
+    """'relu' or 'gelu' (exact), the activation of one torch layer; NotExpressible for any other."""
+    activation = layer.activation
+    if isinstance(activation, nn.GELU) and activation.approximate != "none":
+        raise NotExpressible(f"activation GELU(approximate={activation.approximate!r}): zoo's gelu is the exact one")
+    if activation in (F.relu, "relu") or isinstance(activation, nn.ReLU):
+        return "relu"
+    if activation in (F.gelu, "gelu") or isinstance(activation, nn.GELU):
+        return "gelu"
+    raise NotExpressible(f"activation {activation!r}: zoo's ffn slot has relu and gelu")
+
+
 def spec_of(transformer: nn.Transformer, base: ModelSpec) -> ModelSpec:
     """`base` with the structure of `transformer` (sizes, norm placement, activation, eps, final norms)."""
     enc_layer = transformer.encoder.layers[0]
-    activation = enc_layer.activation
-    if activation in (F.relu, "relu") or getattr(enc_layer, "activation_relu_or_gelu", 0) == 1:
-        act = "relu"
-    elif activation in (F.gelu, "gelu") or getattr(enc_layer, "activation_relu_or_gelu", 0) == 2:
-        act = "gelu"
-    else:
-        raise NotExpressible(f"activation {activation!r}: zoo's ffn slot has relu and gelu")
+    acts = {_activation(layer) for layer in [*transformer.encoder.layers, *transformer.decoder.layers]}
+    if len(acts) > 1:  # e.g. nn.Transformer(activation=nn.GELU()): its deep-copied decoder layers fall back to ReLU
+        raise NotExpressible(f"activations {' and '.join(sorted(acts))} in one model: zoo's ffn slot has one "
+                             "activation for every layer")
+    (act,) = acts
     return base.with_overrides({
         "d_model": enc_layer.self_attn.embed_dim, "n_heads": enc_layer.self_attn.num_heads,
         "d_ff": enc_layer.linear1.out_features, "encoder_layers": len(transformer.encoder.layers),
