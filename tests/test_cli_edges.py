@@ -280,7 +280,7 @@ def test_a_mistyped_experiment_name_gets_the_close_one(capsys, monkeypatch):
     monkeypatch.chdir(Path(__file__).resolve().parent.parent)
     assert main(["run", "quickstrt", "--dry-run"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.endswith("did you mean 'quickstart' (experiments/quickstart.toml)?") and len(err.splitlines()) == 1
+    assert err.endswith("nor experiments/quickstrt.toml; did you mean 'quickstart'?") and len(err.splitlines()) == 1
 
 
 def test_evaluate_on_a_folder_that_is_not_there_says_so(tmp_path, capsys):

@@ -29,7 +29,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from zoo.config_io import Count, describe_error, read_config_file
 from zoo.data import TaskConfig, check_files
 from zoo.decode import DecodeSettings
-from zoo.errors import DataError, SpecError, ZooError
+from zoo.errors import DataError, SpecError, ZooError, closest
 from zoo.experiment.schema import Analysis, Finding, TaskEntry, Transfer, Variant
 from zoo.experiment.store import check_name
 from zoo.plugins import PluginError, load_all
@@ -167,10 +166,9 @@ def load_experiment(path: str | Path) -> Experiment:
     if not path.exists() and (Path("experiments") / f"{path}.toml").exists():
         path = Path("experiments") / f"{path}.toml"  # `zoo run quickstart`
     if not path.exists() and path.suffix == "" and Path("experiments").is_dir():  # a name mistyped: name the close
-        close = difflib.get_close_matches(str(path), [p.stem for p in Path("experiments").glob("*.toml")], n=1)
-        if close:
-            raise ExperimentError(f"{path}: no such experiment file, nor experiments/{path}.toml; did you mean "
-                                  f"{close[0]!r} (experiments/{close[0]}.toml)?")
+        hint = closest(path, [p.stem for p in Path("experiments").glob("*.toml")])
+        if hint:
+            raise ExperimentError(f"{path}: no such experiment file, nor experiments/{path}.toml{hint}")
     data = read_config_file(path)
     try:
         # plugins first: the tasks and metrics the rest of the file names may be theirs
