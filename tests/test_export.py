@@ -285,3 +285,36 @@ def test_zoo_run_log_to_tensorboard_writes_each_cells_curves_while_training(tmp_
     assert [e.step for e in run.Scalars("train/loss")] == record["curves"]["train"]["step"]
     assert [e.value for e in run.Scalars("eval/exact_match")] == pytest.approx(record["curves"]["eval"]["exact_match"])
     assert main(["run", str(smoke), "--out", str(out), "--log-to", "wandb", "x"]) == 2
+
+
+def test_two_variants_of_one_definition_keep_a_run_each(tmp_path, monkeypatch):
+    """A variant whose `set` repeats the baseline's values has the baseline's definition digest, cell for cell.
+    Each cell still gets its own run, named for it, and exporting again adds none and moves none."""
+    pytest.importorskip("mlflow")
+    pytest.importorskip("sqlalchemy")
+    twin = tmp_path / "twins.toml"
+    twin.write_text(QUICKSTART.read_text().replace('[[variants]]\nlabel = "post-norm"', (
+        '[[variants]]\nlabel = "pre-norm-again"\nbase = "paper-base"\nset = {"residual.kind" = "pre-norm"}\n\n'
+        '[[variants]]\nlabel = "post-norm"'), 1).replace('name = "quickstart"', 'name = "twins"'))
+    records = tmp_path / "reports" / "records"
+    for variant in ("pre-norm", "pre-norm-conv1d", "post-norm"):
+        for path in (RECORDS / variant / "copy").glob("seed-*.json"):
+            for label in (variant, "pre-norm-again") if variant == "pre-norm" else (variant,):
+                record = json.loads(path.read_text())
+                record["cell"].update(experiment="twins", variant=label)
+                (records / label / "copy").mkdir(parents=True, exist_ok=True)
+                (records / label / "copy" / path.name).write_text(json.dumps(record))
+    monkeypatch.chdir(tmp_path)
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    for _ in range(2):
+        with redirect_stdout(io.StringIO()):
+            assert main(["export", str(twin), "--out", str(records.parent), "--to", "mlflow", store]) == 0
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(store)
+    found = client.search_runs([client.get_experiment_by_name("twins").experiment_id], max_results=1000)
+    names = sorted(run.info.run_name for run in found)
+    assert len(names) == 1 + 20 and len(set(names)) == len(names)
+    again = {r.info.run_name: r for r in found}["pre-norm-again/copy/seed-0"]
+    assert again.data.params["variant"] == "pre-norm-again"
+    assert again.data.tags["zoo.definition_digest"] == _record("pre-norm", 0)["definition_digest"]

@@ -12,9 +12,11 @@ can be: a scheme MLflow cannot track to, a database without the extra's SQLAlche
 answer within PROBE_SECONDS (MLflow's own retries would wait minutes), a store that cannot be written.
 
 Exporting again updates in place. The parent is the experiment's run tagged zoo.role=experiment; a cell's run
-is the one tagged with its definition digest. Points and params already there are not logged again. A cell's
-run holding another training of the same definition (its zoo.finished differs) or params written differently
-(by an earlier zoo) is deleted and written anew, since MLflow can neither change a param nor remove a point.
+is the one named for its cell (variant/task/seed) and tagged with its definition digest, so two variants of one
+definition (a `set` that repeats the baseline's values) keep a run each. Points and params already there are
+not logged again. A cell's run holding another training of the same definition (its zoo.finished differs) or
+params written differently (by an earlier zoo) is deleted and written anew, since MLflow can neither change a
+param nor remove a point.
 """
 
 from __future__ import annotations
@@ -206,9 +208,10 @@ def to_mlflow(experiment, records_root: Path, report_dir: Path, where: str | Non
             if found.lifecycle_stage == "deleted":
                 client.restore_experiment(experiment_id)
         parent = _parent(client, experiment_id, experiment, report, Path(report_dir), cells)
-        runs = _runs(client, experiment_id, CELL)
+        runs = {(run.info.run_name, run.data.tags.get("zoo.definition_digest")): run
+                for run in _runs(client, experiment_id, CELL)}
         for cell in cells:
-            _cell(client, experiment_id, parent, cell, runs.get(cell.record.definition_digest))
+            _cell(client, experiment_id, parent, cell, runs.get((cell.name, cell.record.definition_digest)))
     return uri, parent
 
 
@@ -216,12 +219,12 @@ def _ms(seconds: float) -> int:
     return int(round(seconds * 1000))
 
 
-def _runs(client, experiment_id: str, role: str) -> dict[str, object]:
-    """The experiment's live runs an export wrote as `role`, by definition digest (the parent's: '')."""
-    found, token = {}, None
+def _runs(client, experiment_id: str, role: str) -> list:
+    """The experiment's live runs an export wrote as `role`."""
+    found, token = [], None
     while True:
         page = client.search_runs([experiment_id], f"tags.`zoo.role` = '{role}'", page_token=token)
-        found.update({run.data.tags.get("zoo.definition_digest", ""): run for run in page})
+        found.extend(page)
         token = page.token
         if not token:
             return found
@@ -253,7 +256,7 @@ def _parent(client, experiment_id: str, experiment, report, report_dir: Path, ce
 
     start = min(started_at(cell.record) for cell in cells)
     end = max(finished_at(cell.record) for cell in cells)
-    run = _runs(client, experiment_id, PARENT).get("")
+    run = next(iter(_runs(client, experiment_id, PARENT)), None)
     run_id = run.info.run_id if run is not None else client.create_run(
         experiment_id, _ms(start), {"zoo.role": PARENT}, run_name=experiment.name).info.run_id
     tags, effects = verdicts(report)
