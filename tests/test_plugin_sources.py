@@ -254,3 +254,34 @@ def test_zoo_study_loads_the_plugins_the_zoo_command_loads(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
                           timeout=120)
     assert done.returncode == 0 and "'rotate'" in done.stdout, done.stderr
+
+
+def test_two_plugins_of_one_file_name_both_decide_a_cell(tmp_path, new_process, monkeypatch):
+    """Definitions name a path plugin by its file name, so that they do not depend on where a checkout lives.
+    Two plugins called ext.py in two folders, both behind one cell (one registers its FFN, the other patches
+    zoo.model): editing either one stales the cell."""
+    import zoo.model
+
+    from zoo.experiment import load_experiment, store
+
+    monkeypatch.setattr(zoo.model, "Seq2Seq", zoo.model.Seq2Seq)
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "a" / "ext.py").write_text(ffn_plugin("from-a"))
+    (tmp_path / "b" / "ext.py").write_text("import zoo.model\n\n\nclass Other(zoo.model.Seq2Seq):\n    pass\n\n\n"
+                                           "zoo.model.Seq2Seq = Other\n")
+
+    def cell() -> dict:
+        (tmp_path / "exp.toml").write_text(tiny_experiment("plugged", ffn="from-a", label="plugged").replace(
+            "seeds = [0]\n", 'seeds = [0]\nplugins = ["a/ext.py", "b/ext.py"]\n'))
+        experiment = load_experiment(tmp_path / "exp.toml")
+        return store.definition(experiment, "plugged", experiment.config.tasks[0], 0)
+
+    first = cell()
+    assert list(first["plugins"]) == ["ext.py"]
+    for edited in ("a", "b"):
+        (tmp_path / edited / "ext.py").write_text((tmp_path / edited / "ext.py").read_text() + "\n# edited\n")
+        new_process()
+        second = cell()
+        assert second["plugins"] != first["plugins"], edited
+        first = second

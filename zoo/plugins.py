@@ -352,9 +352,15 @@ def load_all(names: Iterable[str] = (), base: Path | None = None, *, environment
 def sources_of(used: Iterable[type]) -> dict[str, str]:
     """{plugin label: sha256 of its sources} for the loaded plugins that any of the classes `used` (the components,
     task and metrics of a run) touch, and those that changed code no class can be pinned with: what a cell's
-    definition must include, so that editing them makes it stale."""
+    definition must include, so that editing them makes it stale. Two plugins of one label (ext.py in two
+    folders) share its entry: the sha256 of their sorted hashes, so that editing either one shows."""
     used = list(used)
-    return {p.label: p.sha256 for p in _loaded.values() if p.unpinned or any(p.touches(c) for c in used)}
+    hashes: dict[str, set[str]] = {}
+    for plugin in _loaded.values():
+        if plugin.unpinned or any(plugin.touches(c) for c in used):
+            hashes.setdefault(plugin.label, set()).add(plugin.sha256)
+    return {label: found.pop() if len(found) == 1 else hashlib.sha256("".join(sorted(found)).encode()).hexdigest()
+            for label, found in hashes.items()}
 
 
 def touching(cls: type) -> list[Plugin]:
