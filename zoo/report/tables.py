@@ -53,10 +53,18 @@ def fmt_difference(value: float, column: str = "") -> str:
     return ("+" if value > 0 else "") + text
 
 
-def fmt_p(p: float) -> str:
+def fmt_p(p: float, alpha: float = ALPHA) -> str:
+    """Three decimals, or as many more as it takes for the printed p to fall on the same side of alpha as p
+    (0.04996 is "0.04996", not "0.050" beside a verdict that it is below 0.05)."""
     if p is None or math.isnan(p):
         return "—"
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+    if p < 0.001:
+        return "< 0.001"
+    for digits in range(3, 9):
+        said = f"{p:.{digits}f}"
+        if (float(said) < alpha) == (p < alpha):
+            return said
+    return f"< {alpha:g}"  # below alpha by less than 5e-9
 
 
 def ci(alpha: float) -> str:
@@ -177,8 +185,9 @@ def fmt_odds(test: oc.FailureComparison | None) -> str:
 
 
 def outcome_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
+    alpha = experiment.config.analysis.alpha
     header = ["variant", "complete", "stalled", "diverged", "failed", "unstable (stalled + diverged)",
-              "Δ unstable", f"odds ratio [{ci(experiment.config.analysis.alpha)}]", "vs baseline: Fisher p",
+              "Δ unstable", f"odds ratio [{ci(alpha)}]", "vs baseline: Fisher p",
               "adjusted p", "verdict",
               "detectable rise (80% power, at the corrected level)"]
     rows = []
@@ -192,11 +201,11 @@ def outcome_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[list[s
         verdict = "—"
         if test is not None and not math.isnan(adjusted):
             verdict = ("**more unstable**" if test.difference > 0 else "**less unstable**") \
-                if adjusted < experiment.config.analysis.alpha else "no detectable difference"
+                if adjusted < alpha else "no detectable difference"
         name = variant + (" (baseline)" if variant == experiment.config.baseline_label else "")
         change = "—" if test is None or math.isnan(test.difference) else f"{100 * test.difference:+.0f} points"
         rows.append([name, *cells, fmt_rate(analysis.instability[variant]), change, fmt_odds(test),
-                     fmt_p(test.p_value) if test else "—", fmt_p(adjusted), verdict, fmt_rise(test)])
+                     fmt_p(test.p_value, alpha) if test else "—", fmt_p(adjusted, alpha), verdict, fmt_rise(test)])
     return header, rows
 
 
@@ -248,15 +257,16 @@ def comparison_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[lis
         equivalence = "—"
         if c.equivalence is not None and c.equivalence.equivalent is not None:
             adjusted = c.equivalence.p_adjusted
-            said = f"adjusted p {fmt_p(adjusted)}" if not math.isnan(adjusted) else f"p {fmt_p(c.equivalence.p_value)}"
+            said = (f"adjusted p {fmt_p(adjusted, settings.alpha)}" if not math.isnan(adjusted)
+                    else f"p {fmt_p(c.equivalence.p_value, settings.alpha)}")
             equivalence = ("equivalent" if c.equivalence.equivalent else "not shown") + f" ({said})"
         sentence = getattr(r, "test_set_only", None)
         rows.append([variant, fmt_effect(r.difference, r.ci_low, r.ci_high, c.metric),
-                     fmt_p(r.p_value), fmt_p(r.p_adjusted),
+                     fmt_p(r.p_value, settings.alpha), fmt_p(r.p_adjusted, settings.alpha),
                      verdict_text(c, settings.min_seeds) + _among_trained(analysis, c),
                      fmt(c.prob_better), fmt(c.eps_min), fmt_detectable(c),
                      str(c.seeds_needed) if c.seeds_needed else ("—" if r.verdict == FEW else "> 100"),
-                     equivalence, fmt_p(sentence.p_value) if sentence is not None else "—"])
+                     equivalence, fmt_p(sentence.p_value, settings.alpha) if sentence is not None else "—"])
     return header, rows
 
 
@@ -283,7 +293,7 @@ def descriptive_rows(analysis: TaskAnalysis, metrics: list[str], alpha: float) -
         cells = [joined_by_device({d: fmt_result(r, metric) for d, r in analysis.per_device[variant][metric].items()})
                  if metric in DEVICE_BOUND else fmt_result(results.get(metric), metric) for metric in metrics]
         if analysis.task.threshold is not None:
-            cells.append(fmt_p(analysis.logrank.get(variant, math.nan)))
+            cells.append(fmt_p(analysis.logrank.get(variant, math.nan), alpha))
         rows.append([variant, *cells])
     return header, rows
 
@@ -336,8 +346,8 @@ def terminal_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[list[
     header = ["variant", f"Δ {label(analysis.primary)} [{ci(settings.alpha)}]", "adjusted p", "verdict", "P(better)",
               "detectable Δ"]
     rows = [[variant, fmt_effect(c.result.difference, c.result.ci_low, c.result.ci_high, c.metric),
-             fmt_p(c.result.p_adjusted), verdict_text(c, settings.min_seeds, short=True), fmt(c.prob_better),
-             fmt_detectable(c)] for variant, c in analysis.comparisons.items()]
+             fmt_p(c.result.p_adjusted, settings.alpha), verdict_text(c, settings.min_seeds, short=True),
+             fmt(c.prob_better), fmt_detectable(c)] for variant, c in analysis.comparisons.items()]
     return header, rows
 
 

@@ -24,7 +24,7 @@ def placebo_section(report: Report) -> list[str]:
             flagged.append(f"{a} vs {b} on {task}")
         equivalent = comparison.equivalence.equivalent if comparison.equivalence else None
         rows.append([task, f"{b} − {a}", fmt_effect(r.difference, r.ci_low, r.ci_high, comparison.metric),
-                     fmt_p(r.p_adjusted), "—" if equivalent is None else ("yes" if equivalent else "not shown"),
+                     fmt_p(r.p_adjusted, alpha), "—" if equivalent is None else ("yes" if equivalent else "not shown"),
                      "**SIGNIFICANT: the report's verdicts are suspect**" if significant else "not significant"])
     lines = ["Variants the equivalence check proves to compute the same function, trained alike: any difference "
              "between them is noise (seeds, rounding), so they show how large a difference noise alone makes here. "

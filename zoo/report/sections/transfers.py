@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from zoo.experiment.schema import Analysis as AnalysisConfig
 from zoo.report.plots import file_stem, plt, save
 from zoo.report.study import Report
 from zoo.report.tables import ci, fmt_effect, fmt_p, label, md_table, verdict_class, verdict_text
@@ -23,8 +24,7 @@ class Transfers:
         if not report.transfers:
             return None
         config = report.experiment.config
-        return transfer_section(report.transfers, config.name, config.analysis.min_seeds, out_dir,
-                                config.analysis.correction)
+        return transfer_section(report.transfers, config.name, config.analysis, out_dir)
 
 
 def _transfer_verdict(interaction: Interaction) -> str:
@@ -39,7 +39,7 @@ def _verdicts(first: str, second: str) -> str:
     return f"same: {first}" if first == second else f"{first} → {second}"
 
 
-def transfer_rows(analysis: TransferAnalysis, min_seeds: int) -> tuple[list[str], list[list[str]]]:
+def transfer_rows(analysis: TransferAnalysis, settings: AnalysisConfig) -> tuple[list[str], list[list[str]]]:
     a, b = analysis.names
     metric = analysis.first.primary
     header = ["variant", f"Δ on {a} [CI]", f"verdict on {a}", f"Δ on {b} [CI]", f"verdict on {b}",
@@ -48,10 +48,12 @@ def transfer_rows(analysis: TransferAnalysis, min_seeds: int) -> tuple[list[str]
     for variant, i in analysis.rows.items():
         first, second = analysis.first.comparisons[variant], analysis.second.comparisons[variant]
         rows.append([variant, fmt_effect(first.result.difference, first.result.ci_low, first.result.ci_high, metric),
-                     verdict_text(first, min_seeds, short=True),
+                     verdict_text(first, settings.min_seeds, short=True),
                      fmt_effect(second.result.difference, second.result.ci_low, second.result.ci_high, metric),
-                     verdict_text(second, min_seeds, short=True), fmt_effect(i.difference, i.ci_low, i.ci_high, metric),
-                     fmt_p(i.p_value), fmt_p(i.p_adjusted), fmt_p(i.tost_adjusted), _transfer_verdict(i),
+                     verdict_text(second, settings.min_seeds, short=True),
+                     fmt_effect(i.difference, i.ci_low, i.ci_high, metric),
+                     fmt_p(i.p_value, settings.alpha), fmt_p(i.p_adjusted, settings.alpha),
+                     fmt_p(i.tost_adjusted, settings.alpha), _transfer_verdict(i),
                      _verdicts(verdict_class(first), verdict_class(second))])
     return header, rows
 
@@ -88,8 +90,8 @@ def transfer_plot(analysis: TransferAnalysis, experiment_name: str, path: Path) 
     return save(fig, path)
 
 
-def transfer_section(analyses: list[TransferAnalysis], experiment_name: str, min_seeds: int, out_dir: Path,
-                     correction: str) -> list[str]:
+def transfer_section(analyses: list[TransferAnalysis], experiment_name: str, settings: AnalysisConfig,
+                     out_dir: Path) -> list[str]:
     lines = []
     for analysis in analyses:
         a, b = analysis.names
@@ -107,11 +109,11 @@ def transfer_section(analyses: list[TransferAnalysis], experiment_name: str, min
         lines += ["Each variant's effect against the baseline on both tasks (each task's own comparison), and the "
                   f"interaction Δ({b}) − Δ({a}): Welch over the four arms' per-seed scores (one test set for all four, "
                   "so no sentence variance is added), two-sided, adjusted by "
-                  f"the report's correction ({correction}) with its other tests, {tost}"
+                  f"the report's correction ({settings.correction}) with its other tests, {tost}"
                   "undetermined: neither (the interval says how large a change the data allow). **verdicts**: "
                   "each task's own verdict, in one word, compared; the effect can change size under the same "
                   "verdict, and a verdict can change while the effect holds.", "",
-                  md_table(*transfer_rows(analysis, min_seeds)), ""]
+                  md_table(*transfer_rows(analysis, settings)), ""]
         c = analysis.correlation
         if c is not None and not math.isnan(c.rho):
             lines += [f"Spearman's rank correlation of the {c.n} effects between the tasks: ρ = {c.rho:+.2f}, 95% "
