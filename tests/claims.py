@@ -167,10 +167,11 @@ def check_row(c, effect_cell: str, verdict_cell: str) -> None:
     assert numbers(effect_cell)[:3] == [round(r.difference, 2), round(r.ci_low, 2), round(r.ci_high, 2)]
     word = verdict_class(c)
     assert verdict_cell.startswith(word), (verdict_cell, word)
-    adjusted = re.search(r"adjusted p (< 0\.001|" + NUMBER + ")|\\((0\\.\\d+)\\)", verdict_cell)
-    if word in ("better", "worse") and adjusted:
-        quoted = adjusted.group(1) or adjusted.group(2)
-        assert quoted == "< 0.001" and r.p_adjusted < 0.001 or float(quoted) == round(r.p_adjusted, 3)
+    adjusted = re.search(r"(?:adjusted p |\()(< ?)?(\d+\.\d+)", verdict_cell)
+    if adjusted:  # the difference's adjusted p, whatever the verdict: "(adjusted p 0.062)", "(0.016)", "(< 0.001)"
+        below, quoted = adjusted.groups()
+        assert (quoted == "0.001" and r.p_adjusted < 0.001) if below else float(quoted) == round(r.p_adjusted, 3), \
+            verdict_cell
     detectable = re.search(r"> (\d+\.\d+) detectable", verdict_cell)
     if detectable:
         assert float(detectable.group(1)) == round(c.mde, 2)

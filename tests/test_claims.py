@@ -143,6 +143,9 @@ def test_the_folders_table_counts_the_runs_and_where_they_trained():
         > "2026-11-25"  # after the header's declaration of 2026-11-25
     said(REPORTS, "complete (10 runs, CPU)")
     assert (results("fast-path").device == "cpu").all()
+    said(REPORTS, "as a placebo on the ablations' `reverse-long` baseline, 5 v 5 seeds, declared before its runs")
+    assert results("fast-path").groupby("variant").seed.nunique().tolist() == [5, 5]
+    assert "# Declared before any of its runs" in (ROOT / "experiments" / "fast-path.toml").read_text()
     said(REPORTS, "Every other study is complete.")  # beside the scale study: every folder above, pilots as declared
     assert all(state.startswith(("complete", "13 of 15", "6 of 10")) for name, state in states.items()
                if name != "`scale/`")

@@ -45,6 +45,9 @@ def test_the_transfer_table_quotes_its_report():
         assert numbers(interaction)[:3] == [round(i.difference, 2), round(i.ci_low, 2), round(i.ci_high, 2)]
         assert effect_size.startswith(i.verdict), (effect_size, i.verdict)
         assert float(re.search(r"\d\.\d{3}", effect_size).group(0)) == round(i.tost_adjusted, 3)
+        raw = re.search(r"raw p is (\d\.\d{3}), adjusted (\d\.\d{3})", effect_size)
+        assert raw is None or [float(x) for x in raw.groups()] == [round(i.p_value, 3), round(i.p_adjusted, 3)]
+        assert len(re.findall(r"\d\.\d{3}", effect_size)) == (3 if raw else 1), effect_size  # none unchecked
         at = [verdict_class(side.comparisons[variant]) for side in (transfer.first, transfer.second)]
         assert verdicts_cell == (f"{at[0]} at both" if at[0] == at[1] else f"{at[0]} → {at[1]}"), variant
     said(REPORTS, "(at 4000 steps the ablations report reads SwiGLU as equivalent; see above)")

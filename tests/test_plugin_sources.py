@@ -261,7 +261,6 @@ def test_two_plugins_of_one_file_name_both_decide_a_cell(tmp_path, new_process, 
     Two plugins called ext.py in two folders, both behind one cell (one registers its FFN, the other patches
     zoo.model): editing either one stales the cell."""
     import zoo.model
-
     from zoo.experiment import load_experiment, store
 
     monkeypatch.setattr(zoo.model, "Seq2Seq", zoo.model.Seq2Seq)
