@@ -8,7 +8,7 @@ import json
 import re
 import statistics
 
-from claims import ROOT, said
+from claims import ROOT, said, table_after
 
 DOCS = ROOT / "docs"
 AVX2 = DOCS / "measurements" / "cpu-avx2-2026-11-28"
@@ -128,3 +128,25 @@ def test_the_scale_grids_seeds_on_the_h200_against_their_records():
     for seed in (2, 3):
         use = [line.split(" %")[0] for line in (H200 / f"gpu-use-seed-{seed}.txt").read_text().splitlines()]
         assert use == ["100"] * 9 + ["0"], seed
+
+
+def test_the_graphed_step_on_the_h200_against_the_bench_files():
+    """docs/benchmark.md's CUDA-graphs table and its measurement folder's ratio, from the bench's JSON."""
+    folder = DOCS / "measurements" / "h200-2026-11-27" / "second-call"
+    rows = table_after(DOCS / "benchmark.md", "| size | reference path, fp32 / bf16 tokens/s | graphed, fp32 / bf16 |")
+    files = {"the studies'": "bench-study.json", "the default": "bench-256.json"}
+    assert [row[0].split(" (")[0] for row in rows] == list(files)
+    def pair(run: dict, template: str, key: str) -> str:
+        return " / ".join(template.format(run[key.format(p)]) for p in ("fp32", "bf16"))
+
+    for (size, reference, graphed, speedup, ratio), name in zip(rows, files.values()):
+        run = json.loads((folder / name).read_text())
+        assert reference == pair(run, "{:,.0f}", "train_{}_zoo_tok_s"), size
+        assert graphed == pair(run, "{:,.0f}", "train_{}_graphed_tok_s"), size
+        assert speedup == " / ".join(f"{run[f'train_{p}_graphed_tok_s'] / run[f'train_{p}_zoo_tok_s']:.1f}×"
+                                     for p in ("fp32", "bf16")), size
+        assert ratio == pair(run, "{:.2f}×", "train_{}_graphed_ratio"), size
+    study = json.loads((folder / "bench-study.json").read_text())
+    said(DOCS / "measurements" / "h200-2026-11-27" / "README.md",
+         f"graphed against the eager fast path (median of per-round ratios): {study['train_fp32_graphed_ratio']:.2f}x "
+         f"fp32 and {study['train_bf16_graphed_ratio']:.2f}x bf16")

@@ -11,6 +11,7 @@ import pytest
 from claims import (
     README,
     REPORTS,
+    ROOT,
     effect_text,
     experiment,
     mean_text,
@@ -29,6 +30,7 @@ from claims import (
 from zoo.report.findings import factors
 from zoo.report.tables import verdict_class
 from zoo.stats.intervals import mean_half_width
+from zoo.stats.outcomes import detectable_rise
 
 QUICKSTARTS = ("quickstart", "quickstart-seeds-5-9", "quickstart-seeds-10-14")
 
@@ -139,7 +141,10 @@ def test_xiong_is_reproduced_at_a_high_learning_rate():
     said(REPORTS, "Xiong et al. 2020 (Post-LN needs warmup, Pre-LN does not) is **reproduced at lr 1e-2**: there, "
                   "without warmup, every post-norm run fails (0% exact match) while every pre-norm run trains "
                   "(95.2%), and 50 warmup steps (10% of training) are enough for post-norm to train as well as "
-                  "pre-norm. At lr 3e-3 neither placement needed warmup.")
+                  "pre-norm. At lr 3e-3 no run of either placement failed without warmup (0/6 v 0/6), which 6 seeds "
+                  "read as inconclusive: a rise smaller than 97 points could not be detected.")
+    (at_3e3,) = [c for c in report("stability").checks if c.task == "copy-w0-lr3e-3"]
+    assert at_3e3.outcome == "inconclusive" and f"{100 * at_3e3.failures.detectable:.0f}" == "97"
     study, cold = report("stability"), task("stability", "copy-w0-lr1e-2")
     assert set(cold.outcomes["post-norm"].values()) == {"stalled"}
     assert all(max(study.analyst.eval_curve("post-norm", cold.task, seed, "exact_match")[1]) == 0
@@ -167,6 +172,15 @@ def test_the_short_warmup_finding_is_inconclusive():
     assert "unstable runs 0/6 vs 0/6" in check.evidence
     assert f"{100 * check.failures.detectable:.0f}" == "97" and "80% power, at the corrected level" in check.evidence
 
+
+
+def test_reading_reports_quotes_the_detectable_rise_of_six_runs_each():
+    said(ROOT / "docs" / "reading-reports.md", "(with 6 v 6 runs and a baseline that never fails: 87 points at alpha "
+                                               "0.05 alone, 97 at the stability report's corrected level)")
+    assert f"{100 * detectable_rise(0.0, 6, 6):.0f}" == "87"
+    cold = [c for c in report("stability").checks if c.task == "copy-w0-lr3e-3"]
+    assert [(c.failures.baseline.n, c.failures.variant.n, f"{100 * c.failures.detectable:.0f}") for c in cold] == [
+        (6, 6, "97")]
 
 def test_at_a_low_learning_rate_the_budget_limits_both():
     said(REPORTS, "At lr 1e-3 the 500 steps leave both placements between 45% and 83% validation exact match: the "

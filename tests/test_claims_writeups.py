@@ -110,8 +110,8 @@ def test_only_multi30k_tells_the_writeups_apart():
                   "at 4000 Multi30k steps they span 10.29 BLEU: 004 "
                   "(32.39) and 003 (30.75) above 002 (26.61), 001 (24.17) and 000 (22.10) below, each difference "
                   "from 002 a verdict at the corrected level (the study tests each writeup against 002, not against "
-                  "each other). A comparison of implementations on a toy task alone would have called four of them "
-                  "interchangeable.")
+                  "each other). A comparison of implementations on a toy task alone would have told none of these "
+                  "four apart.")
     said(REPORTS, "each one's difference from 002 a verdict), where copy and reverse cannot tell four of them apart; "
                   "001's head split by `view()` leaves 2.09 BLEU.")
     said(REPORTS, "each one's difference from 002 a verdict, where copy and reverse cannot tell four of them apart. "
@@ -192,10 +192,12 @@ def test_what_the_slips_cost_as_written():
     assert (f"{-multi30k.result.difference:.2f}", f"{multi30k.mde:.2f}") == ("0.76", "1.88")
     assert verdict_class(multi30k) == "undecided"
     assert _slip(MULTI30K, "writeup-000-as-written").outcome == "confirmed"  # equivalence within ±1
-    said(REPORTS, "With its slip, 004 is still the best of the five on Multi30k (31.63).")
+    said(REPORTS, "With its slip, 004's mean on Multi30k (31.63) is still above every other writeup's with its slips "
+                  "fixed (003: 30.75), a ranking of means, not a tested difference.")
     slipped = values(NAME, MULTI30K, "writeup-004-as-written").mean()
-    assert f"{slipped:.2f}" == "31.63"
-    assert all(slipped > values(NAME, MULTI30K, v).mean() for v in WRITEUPS if v != "writeup-004")
+    others = {v: values(NAME, MULTI30K, v).mean() for v in WRITEUPS if v != "writeup-004"}
+    assert f"{slipped:.2f}" == "31.63" and slipped > max(others.values())
+    assert max(others, key=others.get) == "writeup-003" and f"{others['writeup-003']:.2f}" == "30.75"
 
 
 def test_the_fixed_writeups_on_the_synthetic_tasks():
@@ -255,7 +257,7 @@ def test_the_embedding_scale_depends_on_the_vocabulary():
     said(REPORTS, "paper-base initialises the tied table Xavier-uniform, std √(2 / (V + d_model)), so about 0.022 at "
                   "the translation tasks' V = 4000 and 0.16 at reverse's V = 14. A token vector is then about 1/32 of "
                   "a sinusoid row's length without the scale (1/4 with it) on Multi30k, but about 1/4 without it (1.8 "
-                  "with it) on reverse, where dropping the scale is harmless.")
+                  "with it) on reverse, where dropping the scale is equivalent within ±5 points.")
     vocab = {r["cell"]["task"]: r["spec"]["src_vocab"] for r in records("ablations")}
     spec = experiment("ablations").specs["baseline"]
     assert spec.init.kind == "xavier-uniform" and spec.embedding.sharing == "all"
@@ -267,3 +269,4 @@ def test_the_embedding_scale_depends_on_the_vocabulary():
         assert np.isclose(row, unscaled, rtol=0.1) and np.isclose(row * math.sqrt(d), scaled, rtol=0.1), key
     assert (vocab["multi30k-de-en"], vocab["reverse"]) == (4000, 14)
     assert verdicts("ablations", "reverse")["no-embedding-scale"] == "equivalent"
+    assert task("ablations", "reverse").task.margin == 5
