@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import zoo
+from zoo.equivalence import canonical_state
 from zoo.registry import registry
 from zoo.testing import MODULE_SLOTS, contracts_for, tiny_spec
 
@@ -92,6 +93,20 @@ def test_xavier_uniform_bounds(tiny):
             assert param.abs().max() <= bound + 1e-6, name
             assert param.abs().max() > 0.8 * bound, name  # actually spread over the range
 
+
+
+def test_a_fused_in_projection_starts_narrower_under_xavier(tiny):
+    """An initialiser sees the fused (3D, D) in-projection as one matrix (attention.py's docstring): each block's
+    xavier bound is sqrt(6 / 4D), 1/sqrt(2) of three separate (D, D) matrices' sqrt(6 / 2D)."""
+    widths = {}
+    for qkv in ("separate", "fused"):
+        state = canonical_state(zoo.build(tiny(**{"init.kind": "xavier-uniform", "attention.qkv": qkv}), seed=0))
+        blocks = [w for k, w in state.items() if re.search(r"\.[qkv]\.weight$", k)]
+        assert blocks and all(w.shape == (tiny().d_model,) * 2 for w in blocks)
+        widths[qkv] = max(w.abs().max().item() for w in blocks)
+    d = tiny().d_model
+    assert math.sqrt(6 / (4 * d)) * 0.9 < widths["fused"] <= math.sqrt(6 / (4 * d)) + 1e-6
+    assert math.sqrt(6 / (4 * d)) < widths["separate"] <= math.sqrt(6 / (2 * d)) + 1e-6
 
 def test_torch_default_linear_bounds(tiny):
     model = zoo.build(tiny(**{"init.kind": "torch-default", "embedding.sharing": "none"}), seed=0)

@@ -2,6 +2,7 @@
 zoo.data.corpus: each rule a corpus file must keep is one test on a small corpus folder, refused in one line
 naming the file and the line (tests/test_fuzz_corpora.py throws random corpora at the same reader)."""
 
+import json
 import resource
 import time
 from pathlib import Path
@@ -228,3 +229,17 @@ def test_no_data_folder_names_every_way_to_give_one(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path / "here")
     with pytest.raises(DataError, match=r"give `zoo train --data-dir`, data_dir in the task config or \$ZOO_DATA_DIR"):
         resolve_data_dir(None)
+
+
+def test_zoo_train_says_how_many_pairs_max_tokens_per_sentence_left_out(tmp_path, capsys, monkeypatch):
+    """The limit drops long training pairs; the count is in zoo train's first line and in task.json."""
+    monkeypatch.setenv("ZOO_CACHE", str(tmp_path / "cache"))
+    folder = toy_corpus(tmp_path, train_xx=b"a\nb\na b a b a b a b\n", train_yy=b"a\nb\nb\n")
+    code = main(["train", "paper-base", *TINY_MODEL, "--task", "toy:xx-yy", "--data-dir", str(tmp_path),
+                 "--out", str(tmp_path / "run"), "--task-set", "max_tokens_per_sentence=3", "--task-set",
+                 "vocab_size=40", "--train", "steps=2", "--train", "device=cpu", "--no-progress"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 0 and folder.is_dir()
+    assert "2 training pairs (1 longer than max_tokens_per_sentence left out)" in err
+    saved = json.loads(next((tmp_path / "run").rglob("task.json")).read_text())
+    assert saved["dropped"] == {"train": 1}

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import zoo
+from zoo.components.positional import RotaryPositions
 from zoo.components.residual import Placement
 from zoo.interop import to_torch
 from zoo.registry import registry
@@ -206,3 +207,13 @@ def test_zoo_list_shows_each_new_entry_with_its_options(capsys):
         assert f"{slot}.{name}" in out
     for option in ("eps", "radius", "base", "length", "bias"):
         assert option in out
+
+
+def test_rotary_refuses_an_odd_head_dimension(tiny):
+    """Rotary turns pairs of a head's dimensions; with d_head 3 the last one had no partner and was counted twice
+    in every score (queries and keys came out 4 wide, values 3), with no error."""
+    with pytest.raises(zoo.IncompatibleComponents, match=r"'rotary' needs d_model / n_heads to be a multiple of 2 "
+                                                         r".*got 12 / 4 = 3"):
+        tiny(**{"positional.kind": "rotary", "d_model": 12, "n_heads": 4})
+    pairs = RotaryPositions(4, 10000.0).rotate(torch.randn(1, 4, 5, 4), 0)  # d_head 4: two pairs
+    assert pairs.shape == (1, 4, 5, 4)

@@ -60,8 +60,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     spec, task, config = prepare(args)
     if config.precision == "bf16":
         _warn_about_bf16("this run trains", config.device)
+    pairs = len(task.examples("train"))
+    dropped = task.dropped.get("train", 0)
+    left_out = f" ({dropped:,} longer than max_tokens_per_sentence left out)" if dropped else ""
     errors.print(f"training {spec.name} ({spec.digest()}) on {args.task}: {task.src_vocab} / {task.tgt_vocab} tokens, "
-                 f"{len(task.examples('train')):,} training pairs -> {args.out}")
+                 f"{pairs:,} training pairs{left_out} -> {args.out}")
     summary = Trainer(spec, task, config, args.out, resume=args.resume, progress=not args.no_progress,
                       console=errors, log_to=log_to).run()
     final = summary.get("final") or {}

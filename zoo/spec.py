@@ -148,7 +148,15 @@ def check_compatible(spec: ModelSpec) -> None:
             f"attention.kind: {spec.attention.kind!r} cannot honour mask.convention {spec.mask.convention!r} "
             "(it cannot zero blocked weights after the softmax); use attention.kind 'sdpa' or 'matmul'"
         )
-    if spec.impl("positional").relative_positions and not attention.supports_relative_positions:
+    positional = spec.impl("positional")
+    d_head = spec.d_model // spec.n_heads
+    if d_head % positional.head_dim_multiple:
+        raise IncompatibleComponents(
+            f"positional.kind: {spec.positional.kind!r} needs d_model / n_heads to be a multiple of "
+            f"{positional.head_dim_multiple} (it rotates pairs of a head's dimensions); got {spec.d_model} / "
+            f"{spec.n_heads} = {d_head}"
+        )
+    if positional.relative_positions and not attention.supports_relative_positions:
         raise IncompatibleComponents(
             f"attention.kind: {spec.attention.kind!r} cannot honour positional.kind {spec.positional.kind!r} "
             "(it has no hook to rotate queries and keys or bias their scores); use attention.kind 'sdpa' or 'matmul'"

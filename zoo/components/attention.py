@@ -8,7 +8,10 @@ Implementations declare what they support; the spec refuses pairings they cannot
 - `supports_incremental`: can decode one step at a time against cached keys and values.
 
 Canonical layout (for transplant): q/k/v/o .weight (D, D) and .bias (D,), whatever the storage
-(separate Linears, or one fused (3D, D) in-projection as torch.nn.MultiheadAttention keeps it).
+(separate Linears, or one fused (3D, D) in-projection as torch.nn.MultiheadAttention keeps it). The storage
+still shapes the starting weights: an initialiser sees a fused in-projection as one (3D, D) matrix, so
+xavier-uniform's bound for each block is 1/sqrt(2) of what three separate (D, D) ones get, as in
+torch.nn.MultiheadAttention's own initialisation.
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ class Positional(nn.Module):
     """Base class: forward(x, tokens, offset=0) adds positions and applies dropout."""
 
     relative_positions: bool = False  # whether attention must honour `relative()`
+    head_dim_multiple: int = 1  # what d_head = d_model / n_heads must be a multiple of (rotary turns pairs)
 
     @classmethod
     def relative(cls, params: PositionalParams, n_heads: int, d_head: int) -> RelativePositions:
@@ -164,7 +165,10 @@ class RotaryPositions(RelativePositions):
 @register("positional", "rotary", params=RotaryParams)
 class Rotary(RelativeOnly):
     """Rotary position embedding, RoFormer (Su et al. 2021): queries and keys rotated by position,
-    so q_m . k_n depends on m - n only. Applied in self-attention, not cross-attention."""
+    so q_m . k_n depends on m - n only. Applied in self-attention, not cross-attention. Its pairs need an even
+    d_head: with an odd one a dimension would have no partner (the spec refuses it)."""
+
+    head_dim_multiple = 2
 
     @classmethod
     def relative(cls, params: RotaryParams, n_heads: int, d_head: int) -> RelativePositions:

@@ -95,6 +95,7 @@ class Task:
         self.tgt_vocab = tgt_vocab
         self.positions: int | None = None  # the model's positional table length, once limit_lengths is called
         self.shortened: dict[str, int] = {}  # per split: sentences truncated or skipped (config.long_sentences)
+        self.dropped: dict[str, int] = {}  # per split: pairs over the task's own length limit (max_tokens_per_sentence)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.config.name!r}, src_vocab={self.src_vocab}, "
@@ -175,6 +176,7 @@ class Task:
             "tgt_vocab": self.tgt_vocab,
             "positions": self.positions,
             "long_sentences": {"policy": self.config.long_sentences, "shortened": self.shortened},
+            "dropped": self.dropped,
             **state,
         }
         write_text_atomic(folder / TASK_FILE, json.dumps(record, indent=2, ensure_ascii=False) + "\n")

@@ -5,7 +5,8 @@ after it), trains or fetches the tokenizers from the cache, and tokenizes each s
 with `encode_batch` (multi30k's 29k pairs take about a second). A task restored with load_saved
 reads its text only when examples, sources or references are first asked for.
 
-Training pairs with more than max_tokens_per_sentence tokens on either side are dropped, and
+Training pairs with more than max_tokens_per_sentence tokens on either side are dropped (counted in
+`dropped` and task.json, and said by `zoo train`), and
 sources("train") / references("train") drop the same lines, so index i means the same pair in
 all three views. valid and test are not filtered by that limit (every reference is scored), only by
 the model's positional table, as `long_sentences` says (Task.limit_lengths). If these limits leave
@@ -119,6 +120,7 @@ class TextTask(Task):
             if split == "train":
                 limit = self.config.max_tokens_per_sentence
                 keep = [i for i in keep if len(src_ids[i]) <= limit and len(tgt_ids[i]) <= limit]
+                self.dropped[split] = len(sources) - len(keep)
                 _require_pairs(pair, keep, len(sources),
                                f"longer than max_tokens_per_sentence = {limit} tokens on one side or both")
             fitted = self._fit_positions(split, pair, keep, src_ids, tgt_ids)

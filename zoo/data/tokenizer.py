@@ -3,8 +3,10 @@
 Two kinds, both with [PAD] [UNK] [BOS] [EOS] at the task's Specials ids:
 
 - bpe: NFKC, then Metaspace pre-tokenization, so spaces become part of the tokens and
-  `decoders.Metaspace` restores the text exactly (no detokenizer heuristics between the model's
-  output and BLEU). With lowercase=True it also applies writeup 003's NFD + strip accents + lowercase.
+  `decoders.Metaspace` restores the text as NFKC left it (no detokenizer heuristics between the model's
+  output and BLEU): Multi30k's test references round-trip exactly; a few characters elsewhere do not
+  (a non-breaking space becomes a space, `²` becomes `2`), and one never seen in training decodes as
+  [UNK]. With lowercase=True it also applies writeup 003's NFD + strip accents + lowercase.
 - wordlevel: writeup 003's WordLevel on WhitespaceSplit; NFD + strip accents + lowercase when
   lowercase=True, else NFKC. Decoding joins words with single spaces.
 
