@@ -150,3 +150,29 @@ def test_the_graphed_step_on_the_h200_against_the_bench_files():
     said(DOCS / "measurements" / "h200-2026-11-27" / "README.md",
          f"graphed against the eager fast path (median of per-round ratios): {study['train_fp32_graphed_ratio']:.2f}x "
          f"fp32 and {study['train_bf16_graphed_ratio']:.2f}x bf16")
+
+
+def test_the_fast_path_on_the_avx512_cpu_against_the_bench_files():
+    """docs/benchmark.md's fast-path table and its default-size paragraph, from cpu-2026-11-27's JSON."""
+    runs = {name: json.loads((AVX512 / f"bench-{name}.json").read_text())
+            for name in ("study-1-thread", "study-2-threads", "default")}
+    rows = table_after(DOCS / "benchmark.md", "| size | threads | fast v reference, fp32 |")
+    assert len(rows) == 3
+    for row, run in zip(rows, runs.values()):
+        assert int(row[1]) == run["threads"]
+        assert row[2:5] == [f"{run[key]:.2f}×" for key in ("train_fp32_fast_ratio", "train_fp32_fast_torch_ratio",
+                                                           "train_bf16_fast_ratio")]
+        peaks = [f"{run[f'matmul_{p}_peak_flop_s'] / 1e9:.0f}" for p in ("fp32", "bf16")]
+        assert row[5] == f"{peaks[0]} / {peaks[1]} GFLOP/s"
+    default, one = runs["default"], runs["study-1-thread"]
+    fp32_torch = default["train_fp32_torch_tok_s"]
+    said(DOCS / "benchmark.md",
+         f"the step is matmul-bound ({100 * default['train_fp32_peak_fraction']:.0f}% of the fp32 peak)")
+    said(DOCS / "benchmark.md",
+         f"measured zoo's reference path at {default['train_fp32_ratio']:.2f}× `torch.nn.Transformer` in fp32 (the "
+         f"fast path {default['train_fp32_fast_torch_ratio']:.2f}×; the goal was 1.3×), bf16 autocast at "
+         f"{default['train_bf16_zoo_tok_s'] / fp32_torch:.2f}× the `torch.nn.Transformer` fp32 rate on the reference "
+         f"path and {default['train_bf16_fast_tok_s'] / fp32_torch:.2f}× on the fast path "
+         f"({default['train_bf16_fast_tok_s']:,.0f} v {fp32_torch:,.0f} tokens/s;")
+    said(DOCS / "benchmark.md", f"KV-cached greedy decoding at {default['decode_cache_ratio']:.2f}× uncached")
+    said(DOCS / "benchmark.md", f"with one thread at the studies' size it is {one['decode_cache_ratio']:.2f}×")
