@@ -8,7 +8,7 @@ import json
 import re
 import statistics
 
-from claims import ROOT, said, table_after
+from claims import ROOT, said, table_after, values
 
 DOCS = ROOT / "docs"
 AVX2 = DOCS / "measurements" / "cpu-avx2-2026-11-28"
@@ -176,3 +176,18 @@ def test_the_fast_path_on_the_avx512_cpu_against_the_bench_files():
          f"({default['train_bf16_fast_tok_s']:,.0f} v {fp32_torch:,.0f} tokens/s;")
     said(DOCS / "benchmark.md", f"KV-cached greedy decoding at {default['decode_cache_ratio']:.2f}× uncached")
     said(DOCS / "benchmark.md", f"with one thread at the studies' size it is {one['decode_cache_ratio']:.2f}×")
+
+
+def test_the_guides_quote_the_measurements_and_the_pilot():
+    """docs/training.md's graphed-step ratio (the H200 bench) and docs/experiments.md's convergence example (the
+    budget pilot's records)."""
+    study = json.loads((DOCS / "measurements" / "h200-2026-11-27" / "second-call" / "bench-study.json").read_text())
+    graphed = study["train_fp32_graphed_tok_s"] / study["train_fp32_zoo_tok_s"]
+    said(DOCS / "training.md", f"replays each step from a CUDA graph ({graphed:.1f}x the reference path's tokens/s at "
+                               "the studies' size on an H200)")
+    late = [values("budget-pilot", "multi30k-de-en", v, "late_change").mean() for v in ("baseline", "baseline-8000")]
+    gain = values("budget-pilot", "multi30k-de-en", "baseline-8000").mean() - values(
+        "budget-pilot", "multi30k-de-en", "baseline").mean()
+    said(DOCS / "experiments.md", f"in our Multi30k pilot the baseline's curve moved {late[0]:+.2f} BLEU over the last "
+                                  f"quarter at 4000 steps and {late[1]:+.2f} at 8000, while the 8000 steps ended "
+                                  f"{gain:+.2f} BLEU higher.")
