@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from zoo.report.study import Report
+from zoo.stats.aso import ASO_SEED
+from zoo.stats.power import POWER_SEED
+from zoo.stats.resample import BOOTSTRAP_SEED, RESAMPLES
+from zoo.stats.transfer import BOOTSTRAP_RESAMPLES as TRANSFER_RESAMPLES
+from zoo.stats.transfer import BOOTSTRAP_SEED as TRANSFER_SEED
+from zoo.stats.welch import PERMUTATION_EXACT_LIMIT, PERMUTATIONS, SEED
 
 
 def method_section(report: Report) -> list[str]:
@@ -23,8 +29,10 @@ def method_section(report: Report) -> list[str]:
         "of splits): where that floor is at or above the corrected level the row says 'cannot reach the corrected "
         "level' instead of a detectable Δ (with other rejections in its family, a later step of Holm or "
         "Benjamini–Hochberg can still reject such a test). Corpus metrics (BLEU, chrF, exact match) add "
-        "test-sentence variation: variance = Welch seed variance of the per-seed scores + paired sentence-bootstrap "
-        "variance (1000 resamples), Satterthwaite df. The sentence-only bootstrap p is shown for reference: it "
+        "test-sentence variation: variance = Welch seed variance of the per-seed scores + the paired "
+        f"sentence-bootstrap variance of the difference ({RESAMPLES} resamples) beyond the sentence noise the "
+        "per-seed scores already carry (each seed's bootstrap variance about its arm's mean), with Welch's df of "
+        "the seed part (zoo/stats/corpus.py). The sentence-only bootstrap p is shown for reference: it "
         "holds the trained models fixed and sees no seed variation.",
         f"- One verdict per task, on its primary metric. Its test, the findings' own tests and any transfer "
         f"interactions form the differences family ({report.family} tests); the TOSTs at the task's margin (and "
@@ -53,10 +61,17 @@ def method_section(report: Report) -> list[str]:
         "- Equivalence only by TOST (two one-sided tests) against a margin declared per task in the experiment file.",
         "- Placebos: variant pairs proven to compute one function and trained alike measure the noise floor.",
         "- Steps to threshold: Kaplan–Meier median over finished runs (a run that never reaches it is censored at "
-        "its last evaluation). Curve area: mean level of the validation primary metric over training. "
+        "its last evaluation), its interval where the exponential Greenwood band crosses one half (lifelines). "
+        "Curve area: the area under the validation primary metric from the first evaluation to the last "
+        "(trapezoids), over that span of steps. "
         "Δ over the last quarter: the last validation value minus the value at 75% of the steps, per seed; "
         "a clearly positive interval says training was still improving when it stopped; one around 0 does "
         "not show the plateau under a schedule that decays to zero (the decay flattens the end of any budget), "
         "which only a longer budget can show (a task may declare `below_plateau`).",
+        "- Every resampled or simulated number uses fixed random numbers, so the report regenerates digit for "
+        f"digit: the sentence bootstrap draws one set of sentence indices for every system from seed {BOOTSTRAP_SEED}; "
+        f"Monte-Carlo permutations ({PERMUTATIONS}, where the splits exceed {PERMUTATION_EXACT_LIMIT}) use seed "
+        f"{SEED}; ASO uses seed {ASO_SEED}; the power simulations, seed {POWER_SEED}; a rank correlation's seed "
+        f"bootstrap ({TRANSFER_RESAMPLES} resamples), seed {TRANSFER_SEED}.",
         "",
     ]

@@ -28,8 +28,10 @@ def placebo_section(report: Report) -> list[str]:
                      "**SIGNIFICANT: the report's verdicts are suspect**" if significant else "not significant"])
     lines = ["Variants the equivalence check proves to compute the same function, trained alike: any difference "
              "between them is noise (seeds, rounding), so they show how large a difference noise alone makes here. "
-             "A pair not tested against the baseline is tested at the raw alpha (stricter for this check).", "",
-             md_table(["task", "placebo pair", f"difference [{ci(alpha)}]", "p", "equivalent within margin", "status"],
+             "A pair not tested against the baseline is in no family: its p is unadjusted, judged at the raw alpha "
+             "(stricter for this check).", "",
+             md_table(["task", "placebo pair", f"difference [{ci(alpha)}]", "adjusted p", "equivalent within margin",
+                       "status"],
                       rows), ""]
     if flagged:
         lines.insert(0, f"> **Warning: a placebo comparison is significant ({'; '.join(flagged)}).** Noise alone "
