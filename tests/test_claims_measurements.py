@@ -8,7 +8,7 @@ import json
 import re
 import statistics
 
-from claims import ROOT, said, table_after, values
+from claims import ROOT, records, said, table_after, values
 
 DOCS = ROOT / "docs"
 AVX2 = DOCS / "measurements" / "cpu-avx2-2026-11-28"
@@ -191,3 +191,23 @@ def test_the_guides_quote_the_measurements_and_the_pilot():
     said(DOCS / "experiments.md", f"in our Multi30k pilot the baseline's curve moved {late[0]:+.2f} BLEU over the last "
                                   f"quarter at 4000 steps and {late[1]:+.2f} at 8000, while the 8000 steps ended "
                                   f"{gain:+.2f} BLEU higher.")
+
+
+def test_the_first_h200_sittings_records():
+    """docs/measurements/h200-2026-11-26's counts of what its second sitting trained, from the records' devices."""
+    readme = DOCS / "measurements" / "h200-2026-11-26" / "README.md"
+    said(readme, "784 s of device time in all")
+    said(readme, "| 1 (567 s) |")
+    said(readme, "| 2 (217 s) |")
+    assert 567 + 217 == 784  # the two calls make the sitting's total
+    said(readme, "Committed from these calls: en-de seeds 3-4 of all 14 arms (28 cells), five-writeups Multi30k seeds "
+                 "1-2 of all 8 arms (16 cells), reverse-long seeds 0-1 of all 14 arms (28 cells).")
+
+    def on_gpu(name: str, task: str, seeds: set[int]) -> tuple[int, int]:
+        cells = [r for r in records(name) if r["cell"]["task"] == task and r["cell"]["seed"] in seeds]
+        return len(cells), sum(str(r["summary"]["device"]).startswith("cuda") for r in cells)
+
+    assert on_gpu("ablations", "multi30k-en-de", {3, 4}) == (28, 28)
+    assert on_gpu("five-writeups", "multi30k-de-en", {1, 2}) == (16, 16)
+    assert on_gpu("ablations", "reverse-long", {0, 1}) == (28, 28)
+    assert on_gpu("ablations", "reverse-long", {2}) == (14, 0)  # "that seed trains whole on the CPU"
