@@ -36,10 +36,10 @@ class Study:
 
     def __init__(self, experiment: Experiment | str | Path, *, out: str | Path | None = None,
                  runs: str | Path | None = None):
-        if not isinstance(experiment, Experiment):
-            # entry points and $ZOO_PLUGINS, as the zoo command loads them: without, a grid `zoo run` recorded with
-            # such a plugin read as stale here, and study.run() moved its records aside and trained them without it
-            load_all()
+        # entry points and $ZOO_PLUGINS, as the zoo command loads them (loading is idempotent): without, a grid
+        # `zoo run` recorded with such a plugin read as stale here, and study.run() moved its records aside and
+        # trained them without it
+        load_all()
         self.experiment = experiment if isinstance(experiment, Experiment) else load_experiment(experiment)
         self.out = folder("out=", Path(out) if out is not None else Path("reports") / self.experiment.name)
         self.runs = folder("runs=", Path(runs) if runs is not None else Path("runs") / self.experiment.name)

@@ -8,13 +8,12 @@ that cannot be read (not UTF-8, not TOML, too large) is an error only when that 
 
 from __future__ import annotations
 
-import difflib
 import os
 from pathlib import Path
 from typing import Any
 
 from zoo.config_io import read_config_file
-from zoo.errors import SpecError
+from zoo.errors import SpecError, closest
 from zoo.overrides import apply_overrides
 
 
@@ -60,8 +59,7 @@ def preset_data(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
 
 
 def unknown_preset(name: str, paths: dict[str, Path], note: str = "") -> str:
-    close = difflib.get_close_matches(name, list(paths), n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    hint = closest(name, list(paths))
     own = os.environ.get("ZOO_PRESETS")
     if own and not Path(own).is_dir():  # the user's presets were looked for, and not found: say where
         hint += f"; $ZOO_PRESETS is {own!r}, which is not a folder"

@@ -16,10 +16,9 @@ names up here while the task classes, which take a TaskConfig, import it.
 
 from __future__ import annotations
 
-import difflib
-
 from zoo.catalogue import Catalogue
 from zoo.data.task import Task
+from zoo.errors import closest
 
 TASKS: Catalogue[type[Task]] = Catalogue("task", Task)
 register_task = TASKS.register
@@ -36,9 +35,7 @@ def task_class(name: str) -> type[Task]:
                 return task
     plain = [n for n in TASKS.names() if TASKS.get(n).family is None]
     families = [TASKS.get(n).family for n in TASKS.names() if TASKS.get(n).family is not None]
-    close = difflib.get_close_matches(str(name), plain, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    raise ValueError(f"name: {name!r} is not a task{hint} (allowed: {', '.join(plain)}"
+    raise ValueError(f"name: {name!r} is not a task{closest(name, plain)} (allowed: {', '.join(plain)}"
                      + "".join(f", or {family}" for family in families)
                      + "; a task from a plugin needs the plugin loaded: --plugin, $ZOO_PLUGINS or an installed "
                      "package's entry point)")
