@@ -339,3 +339,11 @@ def test_the_provenance_says_which_seeds_trained_on_which_device_and_flags_a_see
     split = {**blocks, ("b", "m30k", 1): on(cpu)}
     [line] = devices_by_seed(split)
     assert "seed 1 trained its arms on different devices" in line and f"{gpu}: seed 0;" in line
+
+
+def test_the_provenance_counts_runs_in_words():
+    from collections import Counter
+
+    from zoo.report.sections.provenance import counted
+
+    assert counted(Counter({"cdc6b1a": 20, "6a93e706caf8": 1})) == "6a93e706caf8 (1 run), cdc6b1a (20 runs)"

@@ -10,6 +10,11 @@ from zoo.report.tables import fmt_difference, label, md_text
 from zoo.stats.blocks import block_test
 
 
+def counted(counter: Counter) -> str:
+    """'a (3 runs), b (1 run)': each value and how many runs had it."""
+    return ", ".join(f"{key} ({n} run{'' if n == 1 else 's'})" for key, n in sorted(counter.items()))
+
+
 def provenance(report: Report) -> list[str]:
     """Where the runs trained, from their records (the report's own machine is on its first line)."""
     records = report.analyst.records.by_cell.values()
@@ -18,10 +23,9 @@ def provenance(report: Report) -> list[str]:
                       for r in records)
     shared = max((r.provenance.get("concurrent_runs") or 1 for r in records), default=1)
     signatures = sorted({md_text(sig) for r in records for sig in (r.signatures or {}).values()})
-    join = lambda counter: ", ".join(f"{k} ({n} runs)" for k, n in sorted(counter.items()))  # noqa: E731
-    lines = [f"- {len(records)} records; zoo {join(count('zoo'))}; commit {join(count('commit'))}",
-             f"- PyTorch {join(count('torch'))}, Python {join(count('python'))}",
-             f"- trained on: {join(devices)}; CPU {join(count('cpu'))}",
+    lines = [f"- {len(records)} records; zoo {counted(count('zoo'))}; commit {counted(count('commit'))}",
+             f"- PyTorch {counted(count('torch'))}, Python {counted(count('python'))}",
+             f"- trained on: {counted(devices)}; CPU {counted(count('cpu'))}",
              f"- runs sharing the machine at once: up to {shared}"
              + (" (training throughput therefore measures the shared machine, not the variant; it gets no verdict, "
                 "and `zoo bench` measures speed in isolation)" if shared > 1 else "")]
@@ -29,7 +33,7 @@ def provenance(report: Report) -> list[str]:
                      if r.provenance.get("copied_from"))
     if copied:
         lines.append(f"- {sum(copied.values())} records copied from another experiment's records of the same "
-                     f"definition instead of trained again: {join(copied)}; each names its original in "
+                     f"definition instead of trained again: {counted(copied)}; each names its original in "
                      "`provenance.copied_from`")
     lines += devices_by_seed(report.analyst.records.by_cell)
     lines += device_effects(report)
