@@ -106,17 +106,25 @@ def test_what_a_cpu_run_cost():
 
 
 def test_what_a_scale_run_costs():
-    """The pilot's 200-step times on the two paths, and the scale grid's first two runs, from their records."""
+    """The pilot's 200-step times on the two paths, and the scale grid's runs on each device, from their records."""
     said(REPORTS, "`scale-pilot/` trained 200 steps on that path in 126.98 s against 177.19 s on the fast path, "
-                  "about 32 minutes for a run's 3000 steps; the first two runs took 38 and 59 minutes of training "
-                  "with other work beside them.")
+                  "about 32 minutes for a run's 3000 steps. Seed 0's ten runs, one at a time on the 2-core CPU with "
+                  "other work beside them, took 32–85 minutes of training each; seeds 1–4, ten runs at once on an "
+                  "H200, 60–97 s each.")
     pilot = {r["cell"]["variant"]: r["summary"] for r in records("scale-pilot")}
     assert pilot["fast-attention"]["steps"] == pilot["fast"]["steps"] == 200
     assert (f"{pilot['fast-attention']['train_seconds']:.2f}", f"{pilot['fast']['train_seconds']:.2f}") == \
         ("126.98", "177.19")
     assert round(pilot["fast-attention"]["train_seconds"] / 200 * 3000 / 60) == 32
-    first = sorted(records("scale"), key=lambda r: r["provenance"]["finished"])[:2]  # later runs add records
-    assert sorted(round(r["summary"]["train_seconds"] / 60) for r in first) == [38, 59]
+    runs = {device: [r for r in records("scale") if r["summary"]["device"].startswith(device)]
+            for device in ("cpu", "cuda")}
+    cpu, gpu = ([r["summary"]["train_seconds"] for r in runs[device]] for device in ("cpu", "cuda"))
+    assert {r["cell"]["seed"] for r in runs["cpu"]} == {0} and len(cpu) == 10
+    assert {r["provenance"]["concurrent_runs"] for r in runs["cpu"]} == {1}
+    assert (round(min(cpu) / 60), round(max(cpu) / 60)) == (32, 85)
+    assert {r["summary"]["device"] for r in runs["cuda"]} == {"cuda (NVIDIA H200)"} and len(gpu) == 40
+    assert {r["provenance"]["concurrent_runs"] for r in runs["cuda"]} == {10}
+    assert (round(min(gpu)), round(max(gpu))) == (60, 97)
 
 
 def test_what_a_gpu_run_cost():
@@ -172,7 +180,8 @@ def test_the_device_block_effects_are_what_the_reports_records_give():
 
     for (name, key), effect, p in ((("ablations", "reverse-long"), "+1.37", "0.50"),
                                    (("ablations", "multi30k-en-de"), "+0.22", "0.40"),
-                                   (("five-writeups", "multi30k-de-en"), "+0.14", "0.10")):
+                                   (("five-writeups", "multi30k-de-en"), "+0.14", "0.10"),
+                                   (("scale", "multi30k-de-en"), "+0.17", "0.40")):
         test, rows, primary = device_test(name, key)
         assert f"{test.effect:+.2f}" == effect and f"{test.p_value:.2f}" == p, (name, key, test)
         assert test.p_value >= 0.05  # "None is detectable"
@@ -185,7 +194,10 @@ def test_the_device_block_effects_are_what_the_reports_records_give():
     assert (f"{on('cpu')[0]:.1f}", f"{on('cpu')[-1]:.1f}") == ("85.8", "89.2")
     said(REPORTS, "in the baseline alone, GPU 91.4 and 90.2 against CPU 85.8–89.2), on Multi30k en-de +0.22 BLEU "
                   "(p = 0.40) and on the writeups' Multi30k de-en +0.14 BLEU (p = 0.10, the smallest p that 3 v 2 "
-                  "seeds allow). None is detectable;")
+                  "seeds allow), and on the scale study's +0.17 BLEU (p = 0.40, over 10 arms; 4 v 1 seeds allow no p "
+                  "below 0.20). None is detectable;")
+    scale = device_test("scale", "multi30k-de-en")[0]
+    assert scale.arms == 10 and scale.floor == pytest.approx(0.2)
     assert device_test("five-writeups", "multi30k-de-en")[0].floor == pytest.approx(0.1)
     said(REPORTS, "with 5 seeds split between two devices the test cannot go below p = 0.1")
     assert min(1 / math.comb(5, k) for k in range(1, 5)) == pytest.approx(0.1)  # the most even split, 3 v 2

@@ -15,6 +15,7 @@ from claims import (
     effect_text,
     experiment,
     numbers,
+    report,
     results,
     said,
     signed,
@@ -226,9 +227,13 @@ def test_the_literature_table_quotes_the_findings_and_the_reports():
     rows = table_after(REPORTS, "**The literature beside these numbers.**")
     assert [row[0] for row in rows] == list(LITERATURE)
     de, long = task("ablations", "multi30k-de-en").comparisons, task("ablations", "reverse-long").comparisons
-    for name, published, zoo_de, zoo_long, _ in rows:
+    wide = task("scale", "multi30k-de-en").comparisons
+    for name, published, zoo_de, zoo_long, zoo_wide, _ in rows:
         variant, findings = LITERATURE[name]
-        for cell, c in ((zoo_de, de[variant]), (zoo_long, long[variant])):
+        assert (zoo_wide == "—") == (variant not in wide), name
+        for cell, c in ((zoo_de, de[variant]), (zoo_long, long[variant]), (zoo_wide, wide.get(variant))):
+            if c is None:
+                continue
             r = c.result
             assert numbers(cell) == [round(r.difference, 2), round(r.ci_low, 2), round(r.ci_high, 2)], name
         quoted = [float(n.replace("−", "-")) for n in re.findall(r"[+−]\d+\.\d+", published)]
@@ -240,19 +245,34 @@ def test_the_literature_table_quotes_the_findings_and_the_reports():
                        for f in declared), name
     said(REPORTS, "ten times the published gain, at a small model's early budget")
     assert 9.5 < de["rotary"].result.difference / 0.2 < 11.5
-    said(REPORTS, "zoo's are 5 seeds per arm at 0.49M parameters and an early budget.")
+    said(REPORTS, "zoo's are 5 seeds per arm at 0.49M parameters and an early budget, and at 7.6M parameters in "
+                  "`scale/`.")
+    assert f"{results('scale').parameters[results('scale').variant == 'baseline'].iloc[0] / 1e6:.1f}" == "7.6"
+    said(REPORTS, "At 4x the width rotary's gain moved toward the published one (+2.18 to +1.17, still six times "
+                  "+0.2), removing label smoothing took the published sign (−0.07 to −1.09, against −0.5), and "
+                  "untying's gain, which Press & Wolf did not find, is gone (+1.68 to −0.42).")
+    (move,) = report("scale").transfers
+    for variant, before, after in (("rotary", "+2.18", "+1.17"), ("no-label-smoothing", "−0.07", "−1.09"),
+                                   ("sharing-none", "+1.68", "−0.42")):
+        assert (signed(move.rows[variant].effect_a), signed(move.rows[variant].effect_b)) == (before, after)
+    assert round(move.rows["rotary"].effect_b / 0.2) == 6 and abs(move.rows["rotary"].effect_b - 0.2) < abs(
+        move.rows["rotary"].effect_a - 0.2)
+    assert verdict_class(wide["sharing-none"]) == "undecided"
     assert len(experiment("ablations").config.seeds) == 5
     assert f"{_parameters('multi30k-de-en')['baseline'] / 1e6:.2f}" == "0.49"
 
 
 def test_the_literature_tables_readings():
-    readings = {row[0]: row[4] for row in table_after(REPORTS, "**The literature beside these numbers.**")}
+    readings = {row[0]: row[5] for row in table_after(REPORTS, "**The literature beside these numbers.**")}
+    wide = task("scale", "multi30k-de-en").comparisons
     de = task("ablations", "multi30k-de-en").comparisons
     long, at_8000 = task("ablations", "reverse-long").comparisons, task("transfer", "multi30k-de-en-8000").comparisons
     translation = [verdicts("ablations", key) for key in TRANSLATION]
 
-    assert "rotary is among the fastest learners here, and its gain shrinks at 8000 steps (+1.64)" in \
-        readings["rotary positions"]
+    assert readings["rotary positions"].endswith("rotary is among the fastest learners here, and its gain shrinks "
+                                                 "at 8000 steps (+1.64) and at d_model 256 (+1.17), where it is still "
+                                                 "better")
+    assert signed(wide["rotary"].result.difference) == "+1.17" and verdict_class(wide["rotary"]) == "better"
     medians = task("ablations", "multi30k-de-en").survival
     assert min(medians, key=lambda v: medians[v].median) == "rotary"
     assert signed(at_8000["rotary"].result.difference) == "+1.64"
@@ -264,18 +284,31 @@ def test_the_literature_tables_readings():
     assert de["learned-positions"].result.ci_low < -0.1 < de["learned-positions"].result.ci_high
     assert verdict_class(long["learned-positions"]) == "worse"
 
-    assert readings["label smoothing 0.1 (its removal)"].startswith(
-        "equivalent within ±1 on translation: the published 0.5 is inside the margin, so not testable here (36 seeds")
-    assert readings["untied embeddings"].startswith("better here, with twice the parameters")
+    assert readings["label smoothing 0.1 (its removal)"] == (
+        "equivalent within ±1 on translation at d_model 64: the published 0.5 is inside the margin, so not testable "
+        "there (36 seeds per arm would be); at d_model 256 its removal is worse, at about twice the published size")
+    assert verdict_class(wide["no-label-smoothing"]) == "worse"
+    assert round(wide["no-label-smoothing"].result.difference / -0.5) == 2
+    assert readings["untied embeddings"] == (
+        "better at d_model 64, with twice the parameters: capacity and tying are confounded there; at d_model 256 "
+        "untying gains nothing detectable, and neither does a tied model widened to its parameters")
     assert all(found["sharing-none"] == "better" for found in translation)
+    assert all(verdict_class(wide[v]) == "undecided" and wide[v].result.difference < 0
+               for v in ("sharing-none", "tied-wide"))
     assert readings["pre-norm"] == "equivalent within ±1 on translation; on `reverse-long` post-norm learns faster " \
-                                   "in 1500 steps"
+                                   "in 1500 steps; undecided at d_model 256"
+    assert verdict_class(wide["pre-norm"]) == "undecided"
     assert verdict_class(long["pre-norm"]) == "worse"
     assert readings["RMSNorm"] == "equivalent within ±1 and ±5; the published +0.52 is inside the margin"
     assert verdict_class(long["rmsnorm"]) == "equivalent"
     for variant in ("no-label-smoothing", "pre-norm", "rmsnorm"):
         assert all(found[variant] == "equivalent" for found in translation), variant
-    assert readings["SwiGLU at equal parameters"] == "equivalent within ±1 at 4000 steps, better at 8000 (+0.76)"
+    assert readings["SwiGLU at equal parameters"] == ("equivalent within ±1 at 4000 steps, better at 8000 (+0.76); "
+                                                      "undecided at d_model 256, and with rotary 1.10 BLEU behind "
+                                                      "rotary alone")
+    assert verdict_class(wide["swiglu"]) == "undecided"
+    recipe = next(c for c in report("scale").checks if c.finding.variant == "recipe")
+    assert recipe.finding.against == "rotary" and signed(recipe.comparison.result.difference) == "−1.10"
     assert verdict_class(de["swiglu"]) == "equivalent" and verdict_class(at_8000["swiglu"]) == "better"
     assert readings["PreNorm + ScaleNorm + FixNorm"] == (
         "the other way at this budget (the unadjusted interval leaves +1.1 out); within ±1 by 8000 steps")
