@@ -1,10 +1,10 @@
 """reports/README.md's "Where the translation studies stand" (the WMT sample, what runs cost, the device as a block
 of seeds) and its two "Verdicts changed by ..." sections (the rule and the layout: tests/test_claims.py).
 
-Not checked: the scale study's results (still training); the "before" columns of both "Verdicts changed" tables
-and the ablations rows of the calibration audit's table, whose "now" was superseded on 2026-11-27 (the table above
-it): no record gives those numbers any more; "8 to 16 at once", which the records cannot show (each holds its own
-`zoo run`'s worker count; docs/measurements/h200-2026-11-26 says two lanes shared the GPU).
+Not checked: the "before" columns of both "Verdicts changed" tables and the ablations rows of the calibration
+audit's table, whose "now" was superseded on 2026-11-27 (the table above it): no record gives those numbers any
+more; "8 to 16 at once", which the records cannot show (each holds its own `zoo run`'s worker count;
+docs/measurements/h200-2026-11-26 says two lanes shared the GPU).
 """
 
 from __future__ import annotations
