@@ -249,8 +249,9 @@ def test_the_literature_table_quotes_the_findings_and_the_reports():
                   "`scale/`.")
     assert f"{results('scale').parameters[results('scale').variant == 'baseline'].iloc[0] / 1e6:.1f}" == "7.6"
     said(REPORTS, "At 4x the width rotary's gain moved toward the published one (+2.18 to +1.17, still six times "
-                  "+0.2), removing label smoothing took the published sign (−0.07 to −1.09, against −0.5), and "
-                  "untying's gain, which Press & Wolf did not find, is gone (+1.68 to −0.42).")
+                  "+0.2), removing label smoothing went from equivalent to worse (−0.07 to −1.09: the published −0.5's "
+                  "direction, at about twice its size), and untying's gain, which Press & Wolf did not find, is gone "
+                  "(+1.68 to −0.42).")
     (move,) = report("scale").transfers
     for variant, before, after in (("rotary", "+2.18", "+1.17"), ("no-label-smoothing", "−0.07", "−1.09"),
                                    ("sharing-none", "+1.68", "−0.42")):
@@ -258,6 +259,8 @@ def test_the_literature_table_quotes_the_findings_and_the_reports():
     assert round(move.rows["rotary"].effect_b / 0.2) == 6 and abs(move.rows["rotary"].effect_b - 0.2) < abs(
         move.rows["rotary"].effect_a - 0.2)
     assert verdict_class(wide["sharing-none"]) == "undecided"
+    assert [verdict_class(side.comparisons["no-label-smoothing"]) for side in (move.first, move.second)] == [
+        "equivalent", "worse"] and round(move.rows["no-label-smoothing"].effect_b / -0.5) == 2
     assert len(experiment("ablations").config.seeds) == 5
     assert f"{_parameters('multi30k-de-en')['baseline'] / 1e6:.2f}" == "0.49"
 
