@@ -164,7 +164,8 @@ def test_the_folders_table_counts_the_runs_and_where_they_trained():
     said(REPORTS, "as a placebo on the ablations' `reverse-long` baseline, 5 v 5 seeds, declared before its runs")
     assert results("fast-path").groupby("variant").seed.nunique().tolist() == [5, 5]
     assert "# Declared before any of its runs" in (ROOT / "experiments" / "fast-path.toml").read_text()
-    said(REPORTS, "Every study is complete (the two budget pilots as their headers declare).")
+    said(REPORTS, "Every study is finished; the two budget pilots stopped at 13 of 15 and 6 of 10 runs, as their "
+                  "headers declare (the table at the top).")
     assert all(state.startswith(("complete", "13 of 15", "6 of 10")) for state in states.values())
     named = {name.strip("`/") for row in states for name in row.split(", ")}
     assert named == {folder.name for folder in (ROOT / "reports").iterdir() if (folder / "records").is_dir()}

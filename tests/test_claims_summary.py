@@ -100,7 +100,10 @@ def test_what_does_not_matter_within_the_margin():
 def test_what_to_use_holds_at_the_scale_it_was_measured_at():
     said(REPORTS, "Each line holds at the scale and budgets it was measured at: d_model 64 with 2+2 layers, Multi30k "
                   "(WMT16 multimodal task 1) at 4000-8000 steps with greedy decoding, and `reverse-long` at 1500 "
-                  "steps.")
+                  "steps, or, where a line says so, d_model 256 with 3+3 layers at 3000 steps, beam 4.")
+    scale = experiment("scale")
+    assert {(s.d_model, s.encoder_layers) for label, s in scale.specs.items() if label != "tied-wide"} == {(256, 3)}
+    assert scale.config.tasks[0].train["steps"] == 3000 and scale.config.decode.beam == 4
     for name in ("ablations", "transfer"):
         study = experiment(name)
         assert study.config.decode.beam == 1

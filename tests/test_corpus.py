@@ -244,9 +244,9 @@ def test_zoo_train_says_how_many_pairs_max_tokens_per_sentence_left_out(tmp_path
     saved = json.loads(next((tmp_path / "run").rglob("task.json")).read_text())
     assert saved["dropped"] == {"train": 1}
     docs = " ".join((Path(__file__).parents[1] / "docs" / "training.md").read_text().split())
-    assert ("Training pairs with more tokens than that limit (256 by default) on either side are left out, validation "
-            "and test pairs never; `zoo train`'s first line says how many, and the run's `task.json` records the count "
-            "per split (`dropped`).") in docs
+    assert ("Training pairs with more tokens than that limit (256 by default) on either side are left out (validation "
+            "and test pairs are not held to it); `zoo train` says how many where it names the task, and the run's "
+            "`task.json` records the count (`dropped`).") in docs
     from zoo.data.config import TaskConfig
 
     assert TaskConfig.model_fields["max_tokens_per_sentence"].default == 256

@@ -344,6 +344,7 @@ def test_the_provenance_says_which_seeds_trained_on_which_device_and_flags_a_see
 def test_the_provenance_counts_runs_in_words():
     from collections import Counter
 
-    from zoo.report.sections.provenance import counted
+    from zoo.report.sections.provenance import counted, many
 
     assert counted(Counter({"cdc6b1a": 20, "6a93e706caf8": 1})) == "6a93e706caf8 (1 run), cdc6b1a (20 runs)"
+    assert (many(1, "record"), many(0, "record"), many(50, "record")) == ("1 record", "0 records", "50 records")

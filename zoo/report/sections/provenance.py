@@ -10,20 +10,28 @@ from zoo.report.tables import fmt_difference, label, md_text
 from zoo.stats.blocks import block_test
 
 
+def many(n: int, noun: str) -> str:
+    """'1 run', '3 runs'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def counted(counter: Counter) -> str:
     """'a (3 runs), b (1 run)': each value and how many runs had it."""
-    return ", ".join(f"{key} ({n} run{'' if n == 1 else 's'})" for key, n in sorted(counter.items()))
+    return ", ".join(f"{key} ({many(n, 'run')})" for key, n in sorted(counter.items()))
 
 
 def provenance(report: Report) -> list[str]:
     """Where the runs trained, from their records (the report's own machine is on its first line)."""
     records = report.analyst.records.by_cell.values()
-    count = lambda key: Counter(md_text(r.provenance.get(key, "unknown")) for r in records)  # noqa: E731
+
+    def count(key: str) -> Counter:
+        return Counter(md_text(r.provenance.get(key, "unknown")) for r in records)
+
     devices = Counter(md_text(r.summary.device if r.summary and r.summary.device is not None else "unknown")
                       for r in records)
     shared = max((r.provenance.get("concurrent_runs") or 1 for r in records), default=1)
     signatures = sorted({md_text(sig) for r in records for sig in (r.signatures or {}).values()})
-    lines = [f"- {len(records)} records; zoo {counted(count('zoo'))}; commit {counted(count('commit'))}",
+    lines = [f"- {many(len(records), 'record')}; zoo {counted(count('zoo'))}; commit {counted(count('commit'))}",
              f"- PyTorch {counted(count('torch'))}, Python {counted(count('python'))}",
              f"- trained on: {counted(devices)}; CPU {counted(count('cpu'))}",
              f"- runs sharing the machine at once: up to {shared}"
@@ -32,7 +40,7 @@ def provenance(report: Report) -> list[str]:
     copied = Counter(md_text(Path(r.provenance["copied_from"]).parts[0]) for r in records
                      if r.provenance.get("copied_from"))
     if copied:
-        lines.append(f"- {sum(copied.values())} records copied from another experiment's records of the same "
+        lines.append(f"- {many(sum(copied.values()), 'record')} copied from another experiment's records of the same "
                      f"definition instead of trained again: {counted(copied)}; each names its original in "
                      "`provenance.copied_from`")
     lines += devices_by_seed(report.analyst.records.by_cell)
