@@ -336,7 +336,7 @@ def test_data_list_names_every_dataset_in_80_columns(capsys, monkeypatch):
     assert max(map(len, shown.splitlines())) <= 80
     for name in DATASETS.names():
         assert f"│ {name} " in shown
-    assert "1.66 GB" in shown and "1.3 MB" in shown and "(100,000)" in shown
+    assert "1.66 GB" in shown and "1.4 MB" in shown and "(100,000)" in shown
 
 
 @pytest.mark.parametrize("before", [True, False], ids=["zoo data --plugin P list", "zoo data list --plugin P"])

@@ -18,11 +18,12 @@ from zoo.experiment import record as records
 from zoo.experiment.grid import cells, plan
 
 CORPUS = {"train": ["ein haus", "ein hund", "der hund", "das haus", "ein kleines haus", "der grosse hund"] * 4,
-          "valid": ["ein haus", "der hund"], "test": ["das haus", "ein hund"]}
+          "valid": ["ein haus", "der hund"], "test": ["das haus", "ein hund"], "more": ["der hund", "das haus"]}
 ENGLISH = {"haus": "house", "hund": "dog", "ein": "a", "der": "the", "das": "the", "kleines": "small",
            "grosse": "big"}
 TEXT_OPTIONS = {"tokenizer": '"wordlevel"', "vocab_size": "40", "joint": "true", "lowercase": "false",
-                "detokenize": '"none"', "max_tokens_per_sentence": "64", "long_sentences": '"error"'}
+                "detokenize": '"none"', "max_tokens_per_sentence": "64", "long_sentences": '"error"',
+                "test_sets": '["test"]'}
 EXPERIMENT = """
 name = "defined"
 seeds = [0, 1]
@@ -107,7 +108,8 @@ def stale_after(root: Path, path: Path) -> set[str]:
 
 def other_value(field: str, value: str) -> str:
     """A different valid value of a setting written as TOML."""
-    changed = {"true": "false", "false": "true", '"wordlevel"': '"bpe"', '"none"': '"moses"', '"error"': '"skip"'}
+    changed = {"true": "false", "false": "true", '"wordlevel"': '"bpe"', '"none"': '"moses"', '"error"': '"skip"',
+               '["test"]': '["test", "more"]'}
     if value in changed:
         return changed[value]
     return str(float(value) * 2 if "." in value else int(value) + 1)
@@ -156,6 +158,28 @@ def test_a_corpus_file_makes_the_text_tasks_cells_stale(recorded, file):
     target = root / "data" / "tiny" / file
     target.write_text(target.read_text().replace("haus", "Haus", 1).replace("house", "House", 1))
     assert stale_after(root, path) == only(task="tiny-de-en")
+
+
+def test_a_further_test_sets_file_makes_only_the_cells_that_read_it_stale(recorded):
+    """The data fingerprint covers the test sets a task names: with a second set declared, editing its file makes
+    the text task's cells stale; records made before tasks could name sets keep their digest (test_sets left out of
+    the definition where it is the default)."""
+    root, path = recorded
+    text = {**TEXT_OPTIONS, "test_sets": '["test", "more"]'}
+    path.write_text(experiment_text(root / "data", text=text))
+    experiment = load_experiment(path)
+    task = next(t for t in experiment.config.tasks if t.key == "tiny-de-en")
+    before = store.digest(store.definition(experiment, "post-norm", task, 0))
+    target = root / "data" / "tiny" / "more.de"
+    target.write_text(target.read_text().replace("hund", "Hund", 1))
+    assert store.digest(store.definition(experiment, "post-norm", task, 0)) != before
+    declared = store.definition(experiment, "post-norm", task, 0)
+    assert "more.de" in declared["data"] and declared["task"]["test_sets"] == ["test", "more"]
+    path.write_text(experiment_text(root / "data"))  # test_sets = ["test"], the default, said
+    experiment = load_experiment(path)
+    task = next(t for t in experiment.config.tasks if t.key == "tiny-de-en")
+    default = store.definition(experiment, "post-norm", task, 0)
+    assert "test_sets" not in default["task"] and "more.de" not in default["data"]
 
 
 def test_the_same_corpus_elsewhere_is_the_same_data(recorded):

@@ -68,8 +68,8 @@ def test_diverged_and_failed_records_and_extra_fields_survive_a_round_trip(recor
 @pytest.mark.parametrize("content, problem", [
     (b'{"format": 1, "cell": ', "cannot read (Invalid JSON: EOF while parsing"),
     (b"\xff\xfe", "cannot read (Invalid JSON"),
-    (b"[1, 2]", "not a zoo record of format 1: record: Input should be an object"),
-    (b'{"format": 2}', "not a zoo record of format 1: format: Input should be 1"),
+    (b"[1, 2]", "not a zoo record of format 1 or 2: record: Input should be an object"),
+    (b'{"format": 3}', "not a zoo record of format 1 or 2: format: Input should be 1 or 2"),
 ], ids=["cut-short", "not-text", "a-list", "another-format"])
 def test_a_file_that_is_not_a_record_is_one_error_naming_it(content, problem, tmp_path):
     path = tmp_path / "seed-0.json"

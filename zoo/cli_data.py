@@ -48,8 +48,10 @@ def cmd_data_get(args: argparse.Namespace) -> int:
     src, tgt = dataset.languages[:2]
     counts = dataset.expected()
     home = folder.resolve().parent
+    more = dataset.more_test_sets()
+    also = f"; more test sets: {', '.join(f'{stem} ({counts[stem]:,})' for stem in more)}" if more else ""
     console.print(f"{folder}: {' / '.join(f'{counts[split]:,}' for split in SPLITS)} pairs (train / valid / test) "
-                  f"in {', '.join(dataset.languages)}", markup=False, highlight=False, soft_wrap=True)
+                  f"in {', '.join(dataset.languages)}{also}", markup=False, highlight=False, soft_wrap=True)
     console.print(f"its tasks are {folder.name}:{src}-{tgt} and {folder.name}:{tgt}-{src}; point zoo at {home} "
                   f"with --data-dir (zoo train), data_dir in an experiment file, or ZOO_DATA_DIR",
                   markup=False, highlight=False, soft_wrap=True)

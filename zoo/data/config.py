@@ -9,15 +9,18 @@ codes. The name is checked here, so a typo fails before any file is opened or an
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from zoo.config_io import Count, describe_error
-from zoo.data.task import FORMAT, TASK_FILE, Specials, Task, TaskName
+from zoo.data.task import DEFAULT_TEST_SETS, FORMAT, TASK_FILE, Specials, Task, TaskName
 from zoo.data.tasks import task_class
 from zoo.errors import DataError
+
+TEST_SET_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 class TaskConfig(BaseModel):
@@ -50,6 +53,11 @@ class TaskConfig(BaseModel):
                             "before sacreBLEU, for Moses-tokenized corpora such as wmt-ende-10k, so BLEU and chrF are "
                             "on plain text as published sacreBLEU scores are; training still sees the corpus as is")
     max_tokens_per_sentence: Count = Field(256, ge=1, description="longer training pairs are dropped")
+    test_sets: tuple[str, ...] = Field(
+        DEFAULT_TEST_SETS, min_length=1,
+        description="the files the test split is made of, in this order: one name per set, each a SET.LANG pair of "
+                    "the corpus folder (multi30k: test, test_2017_flickr, test_2018_flickr). The test metrics are one "
+                    "corpus score over their union; each set's own score is kept in the record beside it")
     long_sentences: Literal["error", "truncate", "skip"] = Field(
         "error", description="a sentence of any split with more tokens than the model's positional table covers "
         "(positional.max_len - 1: one position goes to eos or bos): 'error' names its file and line; 'truncate' "
@@ -62,6 +70,17 @@ class TaskConfig(BaseModel):
         except ValidationError as err:
             raise DataError(format_errors(err, data)) from None
 
+    @field_validator("test_sets")
+    @classmethod
+    def _set_names(cls, sets: tuple[str, ...]) -> tuple[str, ...]:
+        for name in sets:
+            if not TEST_SET_NAME.match(name) or name in ("train", "valid"):
+                raise ValueError(f"test_sets: {name!r} is not a test set name (a file stem of the corpus folder, "
+                                 "letters, digits, '_' and '-', not train or valid; e.g. test, test_2017_flickr)")
+        if len(set(sets)) < len(sets):
+            raise ValueError(f"test_sets: a test set is named twice ({', '.join(sets)})")
+        return sets
+
     @field_validator("name")
     @classmethod
     def _known_name(cls, name: str) -> str:
@@ -72,6 +91,9 @@ class TaskConfig(BaseModel):
     def _lengths(self) -> TaskConfig:
         if self.max_len < self.min_len:
             raise ValueError(f"max_len: {self.max_len} is shorter than min_len = {self.min_len}")
+        if self.kind != "text" and self.test_sets != DEFAULT_TEST_SETS:
+            raise ValueError(f"test_sets: only a parallel-text task reads test sets from files; {self.name!r} "
+                             f"generates its test split (allowed: {list(DEFAULT_TEST_SETS)})")
         if self.kind == "synthetic":
             low, high = self.sequence_lengths()
             needed = self.valid_size + self.test_size

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from zoo.data.task import SPLITS
+from zoo.data.task import DEFAULT_TEST_SETS, SPLITS
 from zoo.errors import DataError
 
 if TYPE_CHECKING:
@@ -179,7 +179,13 @@ def languages(folder: Path) -> list[str]:
     return sorted({p.suffix[1:] for p in folder.iterdir() if p.is_file() and p.stem in SPLITS and p.suffix[1:]})
 
 
-def check_corpus_files(data_dir: Path, corpus: str, src: str, tgt: str) -> Path:
+def corpus_files(src: str, tgt: str, test_sets: tuple[str, ...] = DEFAULT_TEST_SETS) -> list[str]:
+    """The file names a task in direction src -> tgt reads: train, valid and each test set, both languages."""
+    return [f"{stem}.{lang}" for stem in ("train", "valid", *test_sets) for lang in (src, tgt)]
+
+
+def check_corpus_files(data_dir: Path, corpus: str, src: str, tgt: str,
+                       test_sets: tuple[str, ...] = DEFAULT_TEST_SETS) -> Path:
     """The corpus folder, once every file the task will read is known to exist; nothing is read, so
     `zoo train` and experiment validation fail in a moment on a missing corpus, not after a tokenizer
     is trained or half a grid has run."""
@@ -189,10 +195,11 @@ def check_corpus_files(data_dir: Path, corpus: str, src: str, tgt: str) -> Path:
         if lang not in available:
             raise DataError(f"{folder}: no {role} language {lang!r} (no {{train,valid,test}}.{lang} files; "
                             f"languages found: {', '.join(available) or 'none'})")
-        for split in SPLITS:
-            if not (folder / f"{split}.{lang}").is_file():
-                raise DataError(f"{folder / f'{split}.{lang}'}: missing; each language needs train, valid and test "
-                                f"files ({LAYOUT})")
+    for name in corpus_files(src, tgt, test_sets):
+        if not (folder / name).is_file():
+            extra = "" if name.split(".")[0] in SPLITS else "; it is a test set the task's test_sets names"
+            raise DataError(f"{folder / name}: missing; each language needs train, valid and test files "
+                            f"({LAYOUT}){extra}")
     return folder
 
 
@@ -201,7 +208,7 @@ def check_files(config: TaskConfig) -> None:
     For `zoo train` and `zoo run` before anything trains; not for `zoo report`, which needs no data."""
     if config.kind == "text":
         name = config.parsed
-        check_corpus_files(resolve_data_dir(config.data_dir), name.corpus, name.src, name.tgt)
+        check_corpus_files(resolve_data_dir(config.data_dir), name.corpus, name.src, name.tgt, config.test_sets)
 
 
 @dataclass(frozen=True)
@@ -210,15 +217,17 @@ class ParallelSplit:
     tgt: TextFile
 
 
-def read_corpus(data_dir: Path, corpus: str, src: str, tgt: str) -> dict[str, ParallelSplit]:
-    """Every split of `corpus` in direction src -> tgt, checked for alignment."""
-    folder = check_corpus_files(data_dir, corpus, src, tgt)
+def read_corpus(data_dir: Path, corpus: str, src: str, tgt: str,
+                test_sets: tuple[str, ...] = DEFAULT_TEST_SETS) -> dict[str, ParallelSplit]:
+    """train, valid and each of `test_sets` of `corpus` in direction src -> tgt, by file stem, each checked
+    for alignment."""
+    folder = check_corpus_files(data_dir, corpus, src, tgt, test_sets)
     splits = {}
-    for split in SPLITS:
-        pair = ParallelSplit(read_text_file(folder / f"{split}.{src}"), read_text_file(folder / f"{split}.{tgt}"))
+    for stem in ("train", "valid", *test_sets):
+        pair = ParallelSplit(read_text_file(folder / f"{stem}.{src}"), read_text_file(folder / f"{stem}.{tgt}"))
         _check_aligned(pair)
         _note_one_sided_blanks(pair)
-        splits[split] = pair
+        splits[stem] = pair
     return splits
 
 

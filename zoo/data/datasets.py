@@ -35,6 +35,7 @@ from rich.progress import Progress
 from zoo.catalogue import Catalogue
 from zoo.data.corpus import CORPUS_NAME, read_corpus
 from zoo.data.download import Source, cached_name, fetch
+from zoo.data.task import SPLITS
 from zoo.data.tokenizer import cache_root
 from zoo.errors import DataError
 
@@ -58,7 +59,8 @@ class Dataset:
     what: ClassVar[str]  # what it is, in a line
     licence: ClassVar[str]
     languages: ClassVar[tuple[str, ...]] = ("en", "de")
-    sizes: ClassVar[dict[str, int]]  # pairs per split; a sampled dataset's "train" is the default --pairs
+    # pairs per split, then per further test set (file stem) it brings; a sampled dataset's "train" is --pairs' default
+    sizes: ClassVar[dict[str, int]]
     download_mb: ClassVar[float]
     sampled: ClassVar[bool] = False  # its training split is a seeded random sample: it takes pairs and seed
 
@@ -70,6 +72,10 @@ class Dataset:
             raise DataError(f"--pairs: expected at least 1 pair, got {pairs}")
         self.pairs = self.sizes["train"] if pairs is None else pairs
         self.seed = 0 if seed is None else seed
+
+    def more_test_sets(self) -> tuple[str, ...]:
+        """Test sets beyond `test` that the dataset brings (file stems of `sizes`), for a task's `test_sets`."""
+        return tuple(stem for stem in self.sizes if stem not in SPLITS)
 
     def expected(self) -> dict[str, int]:
         """Pairs per split of the corpus this instance builds."""
@@ -106,7 +112,7 @@ class Dataset:
         """`folder` reads as a corpus of the dataset's languages, each split with the pairs it should hold."""
         first, *others = self.languages
         for other in others:
-            corpus = read_corpus(folder.parent, folder.name, first, other)
+            corpus = read_corpus(folder.parent, folder.name, first, other, ("test", *self.more_test_sets()))
             counts = {split: len(pair.src.lines) for split, pair in corpus.items()}
             if counts != self.expected():
                 raise DataError(f"{self.registry_name}: the built corpus holds {_pairs(counts)} pairs where "

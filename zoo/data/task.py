@@ -24,6 +24,7 @@ from zoo.atomic import write_text_atomic
 from zoo.errors import DataError
 
 SPLITS = ("train", "valid", "test")
+DEFAULT_TEST_SETS = ("test",)  # the test split is the corpus's `test` files, unless a task names more sets
 TASK_FILE = "task.json"
 FORMAT = 1  # bump when task.json changes incompatibly
 
@@ -117,6 +118,11 @@ class Task:
     def encode_source(self, text: str) -> list[int]:
         """Tokens + [eos] for one source sentence (the same ids examples() gives)."""
         raise NotImplementedError
+
+    def test_sets(self) -> list[tuple[str, int]]:
+        """(name, sentences) of each set the test split is made of, in order: examples("test") holds the first
+        set's sentences, then the next set's. One set, "test", unless the task reads several."""
+        return [(DEFAULT_TEST_SETS[0], len(self.examples("test")))]
 
     def decode_target(self, ids: list[int]) -> str:
         """Text of a decoded target, comparable to references()."""

@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from tokenizers import Tokenizer
 
 from zoo.atomic import write_atomic
@@ -64,13 +65,14 @@ class TextTask(Task):
         self.tokenizer_keys = dict(keys or {})
         self._corpus = corpus
         self._views: dict[str, tuple[list[str], list[str], list[tuple[list[int], list[int]]]]] = {}
+        self._set_sizes: list[tuple[str, int]] = []  # the test split's sets and their kept sentences, once read
         self._detokenizer = None  # sacremoses, made when first needed
 
     @classmethod
     def _create(cls, config: TaskConfig, specials: Specials, cache_dir: Path | None) -> TextTask:
         name = config.parsed
         data_dir = resolve_data_dir(config.data_dir)
-        corpus = read_corpus(data_dir, name.corpus, name.src, name.tgt)
+        corpus = read_corpus(data_dir, name.corpus, name.src, name.tgt, config.test_sets)
         cache = cache_dir if cache_dir is not None else default_cache_dir()
         train = corpus["train"]
         if config.joint:
@@ -112,22 +114,31 @@ class TextTask(Task):
         if split not in self._views:
             if self._corpus is None:
                 name = self.config.parsed
-                self._corpus = read_corpus(resolve_data_dir(self.data_dir), name.corpus, name.src, name.tgt)
-            pair = self._corpus[split]
-            sources, references = pair.src.lines, pair.tgt.lines
+                self._corpus = read_corpus(resolve_data_dir(self.data_dir), name.corpus, name.src, name.tgt,
+                                           self.config.test_sets)
+            # the test split is its sets one after the other, in the order the config names them
+            pairs = [self._corpus[stem] for stem in (self.config.test_sets if split == "test" else (split,))]
+            sources = [line for pair in pairs for line in pair.src.lines]
+            references = [line for pair in pairs for line in pair.tgt.lines]
             src_ids, tgt_ids = _encode(self.src_tokenizer, sources), _encode(self.tgt_tokenizer, references)
             keep = range(len(sources))
             if split == "train":
+                pair = pairs[0]
                 limit = self.config.max_tokens_per_sentence
                 keep = [i for i in keep if len(src_ids[i]) <= limit and len(tgt_ids[i]) <= limit]
                 self.dropped[split] = len(sources) - len(keep)
                 _require_pairs(pair, keep, len(sources),
                                f"longer than max_tokens_per_sentence = {limit} tokens on one side or both")
-            fitted = self._fit_positions(split, pair, keep, src_ids, tgt_ids)
+            fitted = self._fit_positions(split, pairs, keep, src_ids, tgt_ids)
             if split == "train":
-                _require_pairs(pair, fitted, len(keep), f"longer than positional.max_len = {self.positions} allows "
-                                                        "on one side or both, and long_sentences = \"skip\" drops them")
+                _require_pairs(pairs[0], fitted, len(keep), f"longer than positional.max_len = {self.positions} "
+                                                            "allows on one side or both, and long_sentences = "
+                                                            "\"skip\" drops them")
             keep = fitted
+            if split == "test":
+                starts = np.cumsum([0] + [len(pair.src.lines) for pair in pairs])
+                kept = np.bincount(np.searchsorted(starts, keep, side="right") - 1, minlength=len(pairs))
+                self._set_sizes = list(zip(self.config.test_sets, map(int, kept)))
             if self.config.lowercase:  # score lowercased output against lowercased references
                 normalize = self.tgt_tokenizer.normalizer.normalize_str
                 references = [normalize(line) for line in references]
@@ -139,9 +150,14 @@ class TextTask(Task):
             )
         return self._views[split]
 
-    def _fit_positions(self, split: str, pair: ParallelSplit, keep, src_ids: list[list[int]],
+    def test_sets(self) -> list[tuple[str, int]]:
+        self._split("test")
+        return list(self._set_sizes)
+
+    def _fit_positions(self, split: str, pairs: list[ParallelSplit], keep, src_ids: list[list[int]],
                        tgt_ids: list[list[int]]) -> list[int]:
-        """Apply config.long_sentences to the lines `keep` of `split`; truncation edits the id lists in place.
+        """Apply config.long_sentences to the lines `keep` of `split` (the lines of `pairs`, one file pair after
+        the other); truncation edits the id lists in place.
 
         A source takes tokens + eos positions and the decoder input bos + tokens, so each side may hold
         positions - 1 tokens."""
@@ -154,9 +170,11 @@ class TextTask(Task):
                 kept.append(i)
                 continue
             if policy == "error":
+                pair, line = _locate(pairs, i)
                 path, ids = (pair.src.path, src_ids[i]) if len(src_ids[i]) > limit else (pair.tgt.path, tgt_ids[i])
-                raise DataError(f"{path}:{i + 1}: {len(ids)} tokens, longer than positional.max_len = {self.positions} "
-                                f"allows ({limit} + eos/bos); set long_sentences = \"truncate\" or \"skip\"")
+                raise DataError(f"{path}:{line}: {len(ids)} tokens, longer than positional.max_len = "
+                                f"{self.positions} allows ({limit} + eos/bos); set long_sentences = \"truncate\" "
+                                "or \"skip\"")
             shortened += 1
             if policy == "truncate":
                 src_ids[i], tgt_ids[i] = src_ids[i][:limit], tgt_ids[i][:limit]
@@ -199,6 +217,15 @@ class TextTask(Task):
 
             self._detokenizer = MosesDetokenizer(lang=self.config.parsed.tgt)
         return self._detokenizer.detokenize(text.split())
+
+
+def _locate(pairs: list[ParallelSplit], index: int) -> tuple[ParallelSplit, int]:
+    """The file pair and line number (from 1) of line `index` of `pairs` read one after the other."""
+    for pair in pairs:
+        if index < len(pair.src.lines):
+            return pair, index + 1
+        index -= len(pair.src.lines)
+    raise IndexError(index)
 
 
 def _require_pairs(pair: ParallelSplit, kept: list[int], count: int, rule: str) -> None:

@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from zoo.experiment.store import data_fingerprint, task_classes
+from zoo.experiment.store import data_fingerprint, task_classes, task_definition
 from zoo.rundir import RunError, atomic_write, read_table
 
 FOLDER = ".floors"
@@ -40,7 +40,7 @@ def definition(experiment, task) -> dict[str, Any]:
     from zoo.plugins import sources_of
 
     task_config = experiment.task_config(task)
-    defined = {"task": task_config.model_dump(mode="json", exclude={"data_dir"}), "data": data_fingerprint(task_config)}
+    defined = {"task": task_definition(task_config), "data": data_fingerprint(task_config)}
     plugins = sources_of(task_classes(task_config))
     return {**defined, "plugins": plugins} if plugins else defined
 

@@ -1,22 +1,32 @@
 """The compact record of one cell: everything the report needs, small enough to commit.
 
     {
-      "format": 1,
+      "format": 2,                                           (1: every record made before 2026-11-29)
       "cell": {"experiment", "variant", "task", "seed"},
       "definition": {...}, "definition_digest": "...",      what decided its numbers (store.definition)
       "status": "complete" | "diverged" | "failed", "reason": "...",
       "summary": {parameters, steps, epochs, tokens, train_seconds, device, precision, spec_digest},
       "spec": {...},                                         the spec as trained (vocabulary fitted to the task)
       "final": {...},                                        the last validation evaluation
-      "curves": {"train": {column: [...]}, "eval": {column: [...]}},   every logged row, by column
+      "curves": {"train": {column: [...]}, "eval": {column: [...]}},   by column: every evaluation row, and
+                                                             at most TRAIN_ROWS training rows, evenly spaced
+                                                             and the last (format 1: every logged row)
       "test": {...},                                         test-set metrics (test.json)
       "hypotheses": [...],                                   the decoded test set
       "sentences": {"bleu": [[...]], "chrf": [[...]]}        per-sentence statistics of each sentence-level
                    {"exact_match": [0, 1, ...]}             metric of the task (zoo/metrics.py): sacreBLEU's
                                                              for text, exact match for synthetic tasks
+      "test_sets": [{"name", "sentences", "scores"}],        where the task's test split is several sets (its
+                                                             `test_sets`): each set's size, in order, and each
+                                                             sentence-level metric on it alone; "test" and
+                                                             "sentences" are over their union
       "signatures": {"bleu": "...", "chrf": "..."},          the metrics' signatures (sacreBLEU's)
       "provenance": {zoo version and commit, torch, python, cpu, concurrent runs, finished}
     }
+
+From format 2 a record keeps "sentences" and "hypotheses" in one compressed field, "packed"
+(zoo/experiment/packing.py: lossless, 6-7 times smaller); reading it gives them back as format 1 holds them.
+Records of format 1 stay as they are, read and written as they were.
 
 The report reads records alone: no checkpoint, no run directory, no reference file. Sentence
 statistics are what a seed-aware bootstrap over test sentences needs (sacreBLEU's own sufficient
@@ -26,7 +36,6 @@ statistics, so every resampled score is sacreBLEU's). A record never exceeds MAX
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 import subprocess
@@ -44,10 +53,13 @@ from pydantic import (
     StrictStr,
     ValidationError,
     field_serializer,
+    model_serializer,
     model_validator,
 )
 
 from zoo import metrics
+from zoo.experiment import packing
+from zoo.experiment.consistency import inconsistency, set_scores
 from zoo.rundir import (
     METRICS,
     SPEC,
@@ -61,7 +73,9 @@ from zoo.rundir import (
     read_table,
 )
 
-FORMAT = 1
+FORMAT = 2  # what new records are written as; every format in FORMATS is read
+FORMATS = Literal[1, 2]
+TRAIN_ROWS = 100  # training-curve rows a record keeps (format 2): 4000 logged rows were 470 KB of a 580 KB record
 MAX_BYTES = 2 * 1024 * 1024
 TRAIN_COLUMNS = ("step", "epoch", "loss", "nll", "lr", "grad_norm", "tokens", "tok_per_s", "seconds")
 
@@ -71,12 +85,21 @@ def _columns(rows: list[dict[str, Any]], names: list[str]) -> dict[str, list[Any
 
 
 def curves(rows: list[dict[str, Any]]) -> dict[str, dict[str, list[Any]]]:
-    """The logged rows as columns: training rows at the log interval, evaluation rows."""
-    train = [r for r in rows if "event" not in r]
+    """The logged rows as columns: at most TRAIN_ROWS training rows (evenly spaced, the last always among them),
+    and every evaluation row."""
+    train = thinned([r for r in rows if "event" not in r], TRAIN_ROWS)
     evals = [r for r in rows if r.get("event") == "eval"]
     eval_names = sorted({k for r in evals for k in r if k != "event"}, key=lambda k: (k != "step", k))
     return {"train": _columns(train, [c for c in TRAIN_COLUMNS if any(c in r for r in train)]),
             "eval": _columns(evals, eval_names)}
+
+
+def thinned(rows: list, count: int) -> list:
+    """At most `count` of `rows`, evenly spaced, ending with the last."""
+    if len(rows) <= count:
+        return rows
+    every = -(-len(rows) // count)  # ceil: the rows kept are at most `count`
+    return rows[::-1][::every][::-1]
 
 
 def sentence_statistics(metric_names: Iterable[str], hypotheses: list[str],
@@ -160,6 +183,9 @@ def from_run(run_dir: Path, head: Head) -> Record:
         sentences, signatures = sentence_statistics(task.metrics, hypotheses, task.references("test"))
         outcome = {"test": read_table(run_dir / f"{TEST}.json"), "hypotheses": hypotheses, "sentences": sentences,
                    "signatures": signatures}
+        sets = task.test_sets()
+        if len(sets) > 1:
+            outcome["test_sets"] = set_scores(sets, sentences)
     try:
         return Record(**dict(head), status=summary["status"], reason=summary.get("reason", ""),
                       summary={k: summary.get(k) for k in Summary.model_fields},
@@ -204,7 +230,7 @@ def read(path: Path) -> Record:
         if first["type"] == "json_invalid":
             raise RunError(f"{path}: cannot read ({first['msg']})") from None
         where = ".".join(str(part) for part in first["loc"]) or "record"
-        raise RunError(f"{path}: not a zoo record of format {FORMAT}: {where}: {first['msg']}") from None
+        raise RunError(f"{path}: not a zoo record of format 1 or {FORMAT}: {where}: {first['msg']}") from None
     problem = inconsistency(record)
     if problem:
         raise RunError(f"{path}: a damaged record: {problem}")
@@ -272,11 +298,20 @@ def packed(values: list[Value]) -> list[Value] | array:
     return values
 
 
+class TestSet(BaseModel):
+    """One of the sets a test split is made of: its name, its sentences, and its own scores."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: StrictStr
+    sentences: StrictInt
+    scores: dict[str, StrictFloat | StrictInt]
+
+
 class Head(BaseModel):
     """The fields every record starts with: which cell, under which definition, made where."""
 
     model_config = ConfigDict(extra="forbid")
-    format: Literal[1]
+    format: FORMATS
     cell: Cell
     definition: dict[str, Any]
     definition_digest: StrictStr
@@ -288,7 +323,7 @@ class Record(BaseModel):
     fields it uses (extra fields are kept, and written back: a record written by a later zoo may carry more)."""
 
     model_config = ConfigDict(extra="allow")
-    format: Literal[1]
+    format: FORMATS
     cell: Cell
     definition: dict[str, Any]
     definition_digest: StrictStr
@@ -302,8 +337,28 @@ class Record(BaseModel):
     hypotheses: list[StrictStr] | None = None
     sentences: dict[str, list[list[StrictInt]] | list[StrictInt]] | None = None
     signatures: dict[str, StrictStr] | None = None
+    test_sets: list[TestSet] | None = None
     provenance: dict[str, Any] = {}
     traceback: StrictStr | None = None  # a failed record's: where the cell's code raised
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unpack(cls, data: Any) -> Any:
+        """A record of format 2 holds its sentences and hypotheses packed (zoo/experiment/packing.py)."""
+        if isinstance(data, dict) and "packed" in data:
+            if data.get("format") == 1 or "sentences" in data or "hypotheses" in data:
+                raise ValueError("packed: only a record of format 2 holds it, in place of sentences and hypotheses")
+            data = dict(data)
+            data["sentences"], data["hypotheses"] = packing.unpack(data.pop("packed"))
+        return data
+
+    @model_serializer(mode="wrap")
+    def _pack(self, handler) -> dict[str, Any]:
+        out = handler(self)
+        if self.format >= 2 and out.get("sentences") is not None:
+            out.pop("sentences")
+            out["packed"] = packing.pack(self.sentences, out.pop("hypotheses", None))
+        return out
 
     @model_validator(mode="after")
     def _complete(self) -> "Record":
@@ -330,26 +385,3 @@ def packed_rows(rows: list) -> list | np.ndarray:
     except (ValueError, OverflowError):
         return rows
     return table if table.ndim in (1, 2) and table.size else rows
-
-
-def inconsistency(record: Record) -> str:
-    """Where a complete record's test metrics disagree with what its per-sentence statistics give (a record
-    edited by hand, or damaged), '' when they agree: a report computes from both, and they must be one story."""
-    if record.status != "complete":
-        return ""
-    test, sentences = record.test, record.sentences  # present: the model requires them of a complete record
-    recomputed = {}
-    for name, rows in sentences.items():
-        metric = metrics.find(name)
-        if metric is None or not metric.sentence_level or not len(rows):
-            continue  # a metric this installation does not have (a plugin's not loaded) is not checked
-        try:
-            recomputed[name] = float(metric.from_totals(metric.as_array(rows).sum(axis=0)))
-        except (ValueError, IndexError, ZeroDivisionError, TypeError) as err:
-            return f"sentences.{name}: not {metric.label} statistics ({type(err).__name__})"
-    for name, value in recomputed.items():
-        stated = test.get(name)
-        if not isinstance(stated, (int, float)) or isinstance(stated, bool) or not math.isclose(
-                stated, value, rel_tol=1e-9, abs_tol=1e-6):
-            return f"test.{name} is {stated!r}, but its per-sentence statistics give {value:.6g}"
-    return ""

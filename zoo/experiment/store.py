@@ -102,16 +102,15 @@ def file_fingerprint(path: Path) -> str:
 def data_fingerprint(task_config) -> dict[str, str] | None:
     """{'train.de': sha, ...} for a text task's files; {} for a synthetic task (its settings define
     it); None when the corpus cannot be found here (a report made on a machine without the data)."""
-    from zoo.data.corpus import resolve_data_dir
-    from zoo.data.task import SPLITS
+    from zoo.data.corpus import corpus_files, resolve_data_dir
 
     name = task_config.parsed
     if name.kind != "text":
         return {}
     try:
         folder = resolve_data_dir(task_config.data_dir) / name.corpus
-        return {f"{split}.{lang}": file_fingerprint(folder / f"{split}.{lang}")
-                for split in SPLITS for lang in (name.src, name.tgt)}
+        return {file: file_fingerprint(folder / file)
+                for file in corpus_files(name.src, name.tgt, task_config.test_sets)}
     except (ZooError, OSError):
         return None
 
@@ -126,7 +125,7 @@ def definition(experiment, variant: str, task, seed: int) -> dict[str, Any]:
     spec = experiment.specs[variant]
     defined = {
         "spec": spec.model_dump(mode="json", exclude={"name", "description", "notes"}),
-        "task": task_config.model_dump(mode="json", exclude={"data_dir"}),
+        "task": task_definition(task_config),
         "data": data_fingerprint(task_config),
         "train": train_definition(experiment.train_config(task, seed, variant)),
         "decode": experiment.config.decode.model_dump(mode="json"),
@@ -135,6 +134,16 @@ def definition(experiment, variant: str, task, seed: int) -> dict[str, Any]:
     if plugins:  # only then: a cell of zoo's own components, task and metrics keeps the definition it always had
         defined["plugins"] = plugins
     return defined
+
+
+def task_definition(config) -> dict[str, Any]:
+    """A TaskConfig as a definition holds it: without where its data lies (the same files elsewhere are the same
+    data), and without `test_sets` where it is the one set every task had before tasks could name more, so that
+    every record made before then keeps its definition and digest."""
+    from zoo.data.task import DEFAULT_TEST_SETS
+
+    default = config.test_sets == DEFAULT_TEST_SETS
+    return config.model_dump(mode="json", exclude={"data_dir", "test_sets"} if default else {"data_dir"})
 
 
 def train_definition(config) -> dict[str, Any]:
@@ -179,7 +188,7 @@ def normalise(recorded: dict[str, Any]) -> dict[str, Any]:
 
     readers = {
         "spec": lambda v: validate_spec(v).model_dump(mode="json", exclude={"name", "description", "notes"}),
-        "task": lambda v: TaskConfig(**v).model_dump(mode="json", exclude={"data_dir"}),
+        "task": lambda v: task_definition(TaskConfig(**v)),
         "train": lambda v: train_definition(TrainConfig.model_validate(v)),
         "decode": lambda v: DecodeSettings.model_validate(v).model_dump(mode="json"),
     }
