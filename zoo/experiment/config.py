@@ -39,7 +39,7 @@ from zoo.config_io import Count, describe_error, read_config_file
 from zoo.data import TaskConfig, check_files
 from zoo.decode import DecodeSettings
 from zoo.errors import DataError, SpecError, ZooError, closest
-from zoo.experiment.schema import Analysis, Finding, TaskEntry, Transfer, Variant
+from zoo.experiment.schema import Analysis, Finding, Sequential, TaskEntry, Transfer, Variant
 from zoo.experiment.store import check_name
 from zoo.plugins import PluginError, load_all
 from zoo.spec import ModelSpec, load_spec
@@ -71,6 +71,8 @@ class ExperimentConfig(BaseModel):
     analysis: Analysis = Field(default_factory=Analysis)
     transfers: list[Transfer] = Field(default_factory=list, description="pairs of tasks whose effects the report "
                                                                         "compares (budget or task transfer)")
+    sequential: Sequential | None = Field(None, description="seeds until decided (`zoo run --until-decided`): "
+                                                            "rounds of seeds per still-undecided arm, up to a cap")
 
     @field_validator("name")
     @classmethod
@@ -90,6 +92,10 @@ class ExperimentConfig(BaseModel):
             raise ValueError("tasks: two tasks share a name; give them distinct `label`s")
         if len(set(self.seeds)) != len(self.seeds):
             raise ValueError("seeds: repeated seed")
+        if self.sequential is not None and self.seeds != self.sequential.round_of(self.seeds[0], 0):
+            raise ValueError(f"seeds: with [sequential], the seeds are its first round, "
+                             f"{self.sequential.round_of(self.seeds[0], 0)} (round_seeds = "
+                             f"{self.sequential.round_seeds}); got {self.seeds}")
         for i, finding in enumerate(self.findings):
             if finding.variant not in labels:
                 raise ValueError(f"findings[{i}].variant: {finding.variant!r} is not a variant label")

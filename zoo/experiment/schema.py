@@ -115,6 +115,40 @@ class Analysis(BaseModel):
     min_seeds: Count = Field(3, ge=3, description="complete seeds per arm below which no verdict is "
                                                              "given (per-seed values are shown instead)")
     power: Number = Field(0.8, gt=0, lt=1, description="power for the minimum detectable effect and `zoo plan`")
+    pool: Literal["none", "many-to-one"] = Field(
+        "none", description="none: each variant against the baseline by Welch's test on their two arms; many-to-one: "
+                            "the seed variance pooled over every arm of the task (Dunnett's many-to-one setting), so "
+                            "each comparison has the degrees of freedom of the whole grid, where the arms' spreads "
+                            "allow it (`pool_max_ratio`), else Welch, said in the table")
+    pool_max_ratio: Number = Field(4.0, gt=1, description="pool only while the largest arm's seed variance is at most "
+                                                         "this many times the smallest's (declared before the runs)")
+
+
+class Sequential(BaseModel):
+    """Seeds until decided (`zoo run --until-decided`): the experiment's `seeds` are the first round; after each
+    round every comparison with the baseline is analysed, and only arms whose comparison is still undecided (not
+    better, worse, nor equivalent within the task's margin) get the next round's seeds, until `max_seeds`. The
+    error is spent over the looks (Lan-DeMets, O'Brien-Fleming type), so looking after every round does not
+    inflate it. Declared before the runs: changing it makes the analysis a different one."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    round_seeds: Count = Field(5, ge=3, description="seeds an undecided arm gets per round; the experiment's `seeds` "
+                                                   "are the first round, round k trains the next round_seeds seeds")
+    max_seeds: Count = Field(30, ge=3, description="the most seeds an arm may get; a comparison still undecided "
+                                                  "there is reported with the seeds it would need")
+    spending: Literal["obrien-fleming"] = Field(
+        "obrien-fleming", description="the alpha-spending function over the looks (Lan & DeMets 1983)")
+
+    @model_validator(mode="after")
+    def _cap(self) -> "Sequential":
+        if self.max_seeds < self.round_seeds:
+            raise ValueError(f"max_seeds: {self.max_seeds} is fewer than one round (round_seeds = {self.round_seeds})")
+        return self
+
+    def round_of(self, first_seed: int, round_index: int) -> list[int]:
+        """The seeds of round `round_index` (from 0) of an experiment whose first seed is `first_seed`."""
+        start = first_seed + round_index * self.round_seeds
+        return list(range(start, min(start + self.round_seeds, first_seed + self.max_seeds)))
 
 
 class Regime(BaseModel):
