@@ -11,6 +11,7 @@ Files, by topic:
     power.py       power, minimum detectable effect, seeds needed
     resample.py    resampling test sentences (the paired bootstrap's draws)
     corpus.py      corpus metrics (BLEU, chrF) over seeds and test sentences
+    noise.py       a corpus metric's seed variance split: model, seed x sentence, test-set term; seeds or sentences?
     aso.py         Almost Stochastic Order (ε_min)
     outcomes.py    what happened to the runs: stall rule, failure rates, steps to threshold, curve summaries
     intervals.py   the t interval of a mean over seeds

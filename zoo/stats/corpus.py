@@ -70,6 +70,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from zoo.stats import ALPHA, FEW
+from zoo.stats.noise import seed_sentence_variance
 from zoo.stats.resample import BOOTSTRAP_SEED, RESAMPLES, resample_counts
 from zoo.stats.seeds import Difference, verdict
 from zoo.stats.tost import Equivalence, tost_from
@@ -123,16 +124,6 @@ def resampled_scores(systems: Sequence[np.ndarray], score: Callable, counts: np.
     full = _scores(score, stacked.sum(0), vectorised)
     resampled = _scores(score, (counts @ stacked.reshape(n, s * k)).reshape(-1, s, k), vectorised)
     return full, resampled
-
-
-def _idiosyncratic(boot: np.ndarray) -> float:
-    """One arm's per-seed sentence noise: the bootstrap variance of each seed's score about its arm's mean
-    (what the seeds share, the test set's difficulty and any sentence x variant interaction, cancels),
-    averaged over the seeds and scaled by n / (n − 1). boot: (R, n) resampled scores of the arm's seeds."""
-    n = boot.shape[1]
-    if n < 2:
-        return 0.0
-    return float((boot - boot.mean(1, keepdims=True)).var(0, ddof=1).mean() * n / (n - 1))
 
 
 def _check(baseline: Sequence[np.ndarray], variant: Sequence[np.ndarray]) -> int:
@@ -201,7 +192,7 @@ def compare_corpus(baseline: Sequence[np.ndarray], variant: Sequence[np.ndarray]
     # Each seed's corpus score already carries its own sentence noise, which the seed variance counts: add
     # the paired test-set variance only beyond what each arm's seeds carry within themselves (their mean
     # bootstrap variance / n), and never go below Welch's seed variance.
-    within = _idiosyncratic(boot[:, :n_b]) / n_b + _idiosyncratic(boot[:, n_b:]) / n_v
+    within = seed_sentence_variance(boot[:, :n_b]) / n_b + seed_sentence_variance(boot[:, n_b:]) / n_v
     sentence_part = max(0.0, only.se ** 2 - within)
     variance = v_b + v_v + sentence_part
     seed_part = v_b ** 2 / (n_b - 1) + v_v ** 2 / (n_v - 1)
