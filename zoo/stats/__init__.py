@@ -7,6 +7,7 @@ Files, by topic:
     welch.py       Welch's test over seeds, vectorised, and its permutation check (unequal arms)
     seeds.py       one variant against a baseline over seeds: difference, interval, p, P(better), verdict
     family.py      multiple comparisons: Holm, Benjamini–Hochberg, a family's verdicts recomputed
+    pooled.py      many variants v one baseline: seed variance pooled over all arms, Dunnett's (step-down) test
     tost.py        equivalence within a declared margin (two one-sided tests)
     power.py       power, minimum detectable effect, seeds needed
     resample.py    resampling test sentences (the paired bootstrap's draws)
