@@ -118,10 +118,11 @@ class Analysis(BaseModel):
     pool: Literal["none", "many-to-one"] = Field(
         "none", description="none: each variant against the baseline by Welch's test on their two arms; many-to-one: "
                             "the seed variance pooled over every arm of the task (Dunnett's many-to-one setting), so "
-                            "each comparison has the degrees of freedom of the whole grid, where the arms' spreads "
-                            "allow it (`pool_max_ratio`), else Welch, said in the table")
-    pool_max_ratio: Number = Field(4.0, gt=1, description="pool only while the largest arm's seed variance is at most "
-                                                         "this many times the smallest's (declared before the runs)")
+                            "each comparison has the degrees of freedom of the whole grid, unless the arms' spreads "
+                            "differ (`pool_alpha`): then Welch, said in the table")
+    pool_alpha: Number = Field(0.05, gt=0, lt=1, description="pool unless the Brown-Forsythe test rejects equal seed "
+                                                            "variances across the task's arms at this level "
+                                                            "(declared before the runs)")
 
 
 class Sequential(BaseModel):
