@@ -38,6 +38,8 @@ from zoo.stats import FEW, POWER
 from zoo.stats import outcomes as oc
 from zoo.stats.aso import eps_min
 from zoo.stats.corpus import SEEDS_AND_SENTENCES_PERMUTATION, compare_corpus, corpus_tost
+from zoo.stats.noise import NoiseSplit
+from zoo.stats.pooled import PooledComparison
 from zoo.stats.power import Design, detectable_at, power_at, seeds_at
 from zoo.stats.seeds import WELCH_PERMUTATION, Difference, compare_seeds, prob_better
 from zoo.stats.tost import Equivalence, tost
@@ -93,15 +95,19 @@ class Comparison:
     unreachable: float | None = None  # the corrected level, when no outcome of these runs can reach it
     level: float = math.nan  # the level `mde` and `seeds_needed` are at: alpha, or after the report's correction
     power: float = math.nan  # the power they are for
+    pooled_arms: int = 0  # a pooled comparison's arms (zoo/report/pooling.py); 0: Welch on its two arms
 
     @property
     def design(self) -> Design:
         """What this comparison's test sees, for power: the arms' seed spreads and sizes, and a corpus metric's
         test-set variance (the part of its standard error that more seeds do not shrink)."""
         base, other = self.per_seed
+        r = self.result
+        if isinstance(r, PooledComparison):  # one seed sd over every arm, the grid's df
+            return Design(r.pooled_sd, r.pooled_sd, len(base), len(other), r.term, arms=self.pooled_arms,
+                          other_df=r.pooled_df - len(base) - len(other) + 2)
         sd_b = float(np.std(base, ddof=1)) if len(base) > 1 else math.nan
         sd_v = float(np.std(other, ddof=1)) if len(other) > 1 else math.nan
-        r = self.result
         seed_se = getattr(r, "se_seeds", r.se)
         extra = max(0.0, r.se ** 2 - seed_se ** 2) if not math.isnan(r.se) else 0.0
         return Design(sd_b, sd_v, len(base), len(other), extra)
@@ -164,6 +170,8 @@ class TaskAnalysis:
     curve_area: dict[str, list[float]] = field(default_factory=dict)
     floors: dict[str, float] | None = None  # trivial system -> its test primary metric; None: no floor recorded
     below_floor: str = ""  # why the task gets no verdicts: its baseline does not clear a trivial floor
+    noise: dict[str, NoiseSplit] = field(default_factory=dict)  # arm -> its seed variance split (zoo/report/noise.py)
+    pooling: str = ""  # how the comparisons' seed variance was estimated, where the experiment pools (pooling.py)
 
 
 FINGERPRINTED = ("curves", "test", "hypotheses", "final", "status")

@@ -8,7 +8,9 @@ import numpy as np
 
 from zoo.experiment import Experiment
 from zoo.report.analysis import Comparison, TaskAnalysis
+from zoo.report.noise import term_of
 from zoo.report.tables import fmt, fmt_detectable
+from zoo.stats.noise import comparison_noise
 
 
 def plan_rows(experiment: Experiment, analysis: TaskAnalysis, effect: float) -> tuple[list[str], list[list[str]]]:
@@ -17,20 +19,37 @@ def plan_rows(experiment: Experiment, analysis: TaskAnalysis, effect: float) -> 
     after the report's correction), under the report's own variance model (zoo/stats/power.py)."""
     header = ["variant", "trained seeds (baseline, variant)", "seed sd (baseline, variant)",
               "detectable Δ now (80% power)", f"seeds per arm for ±{effect:g}"]
+    if analysis.noise:
+        header += ["detectable with any seeds on this test set", "more of: seeds or test sentences"]
     rows = []
     for variant, c in analysis.comparisons.items():
         base, other = c.per_seed
         if min(len(base), len(other)) < 2:
             failing = failing_arm(analysis, c)
             rows.append([variant, f"{len(base)}, {len(other)}", "—", "—",
-                         "none: failure rates only (below)" if failing else "run at least 2 seeds of each first"])
+                         "none: failure rates only (below)" if failing else "run at least 2 seeds of each first",
+                         "—", "—"][:len(header)])
             continue
         sd_b, sd_v = float(np.std(base, ddof=1)), float(np.std(other, ddof=1))
         needed = c.seeds_for(effect)  # at the level its verdict is decided at (`level`)
         now = "none yet: unequal seeds (below)" if c.undetectable == "correction" else fmt_detectable(c)
         rows.append([variant, f"{len(base)}, {len(other)}", f"{fmt(sd_b)}, {fmt(sd_v)}", now,
-                     str(needed) if needed else "more than 100"])
+                     str(needed) if needed else "more than 100", *spending(analysis, c)][:len(header)])
     return header, rows
+
+
+def spending(analysis: TaskAnalysis, comparison: Comparison) -> list[str]:
+    """What this test set allows any number of seeds to detect, and whether doubling the seeds or doubling the test
+    sentences would detect a smaller difference (zoo/stats/noise.py), at the comparison's level and power."""
+    base, mine = analysis.noise.get(comparison.reference), analysis.noise.get(comparison.variant)
+    term = term_of(comparison)
+    if base is None or mine is None or term != term:  # NaN: a per-seed metric
+        return ["—", "—"]
+    noise = comparison_noise(base, mine, term)
+    n = min(len(comparison.per_seed[0]), len(comparison.per_seed[1]))
+    doubling = noise.buys_more(n, comparison.level, comparison.power)
+    return [fmt(noise.floor(comparison.level, comparison.power)),
+            f"{doubling.better} (2x seeds: {fmt(doubling.seeds)}; 2x sentences: {fmt(doubling.sentences)})"]
 
 
 def failing_arm(analysis: TaskAnalysis, comparison: Comparison) -> str | None:

@@ -18,6 +18,8 @@ from zoo.report.analysis import Analyst, TaskAnalysis
 from zoo.report.collect import ReportError, collect, load_records
 from zoo.report.equiv import Matrix, equivalence_matrix
 from zoo.report.family import Placebo, adjust_instability, adjust_verdicts
+from zoo.report.noise import arm_noise
+from zoo.report.pooling import pool
 from zoo.report.tables import descriptive_metrics
 from zoo.report.transfer import TransferAnalysis, analyse_transfer
 from zoo.rundir import RunError
@@ -52,6 +54,10 @@ def analyse(experiment: Experiment, records_root: Path) -> Report:
             raise ReportError(str(err)) from None
     analyst = Analyst(experiment, records, frame, floors)
     tasks = [analyst.task(task, descriptive_metrics(task)) for task in experiment.config.tasks]
+    for analysis in tasks:
+        pool(analysis, experiment.config.analysis)  # before the findings, which share its comparisons
+        arms = [label for label in analyst.labels if label not in analysis.collapsed]
+        analysis.noise = arm_noise(analyst, analysis.task, arms, experiment.config.analysis.alpha)
     matrix = equivalence_matrix(experiment, records)
     checks = fnd.check(experiment, analyst, matrix, tasks)
     report = Report(experiment, frame, analyst, tasks, matrix, checks)

@@ -46,6 +46,24 @@ class Design:
     n_baseline: int
     n_variant: int
     extra: float = 0.0  # variance that more seeds do not shrink (a corpus metric's test-set part)
+    # A pooled test (zoo/stats/pooled.py): sd_baseline = sd_variant = the pooled sd, over `arms` arms whose other
+    # arms bring `other_df` degrees of freedom; 0 arms: Welch's test on the two arms.
+    arms: int = 0
+    other_df: float = 0.0
+
+    @property
+    def pooled(self) -> bool:
+        return self.arms > 0
+
+    @property
+    def df(self) -> float:
+        """A pooled design's degrees of freedom: its two arms' and the other arms'."""
+        return self.other_df + self.n_baseline + self.n_variant - 2
+
+    def with_seeds(self, n: int) -> Design:
+        """The same design with n seeds in every arm (the other arms too, where pooled)."""
+        other = (self.arms - 2) * (n - 1) if self.pooled else 0.0
+        return replace(self, n_baseline=n, n_variant=n, other_df=other)
 
     @property
     def testable(self) -> bool:
@@ -102,12 +120,24 @@ def _critical(design: Design, level: float) -> np.ndarray:
     return scipy_stats.t.ppf(1 - level / 2, _noise(design)[2])
 
 
+def _pooled_power(design: Design, effect: float, level: float) -> float:
+    """A pooled t test's power, exact under its model: one seed variance in every arm (estimated with the pooled
+    df, so no simulation is needed: the t statistic is noncentral t with those df) and `extra` known."""
+    se = math.sqrt(design.sd_baseline ** 2 * (1 / design.n_baseline + 1 / design.n_variant) + design.extra)
+    if se == 0:
+        return float(effect != 0)
+    critical, shift = scipy_stats.t.ppf(1 - level / 2, design.df), abs(effect) / se
+    return float(scipy_stats.nct.sf(critical, design.df, shift) + scipy_stats.nct.cdf(-critical, design.df, shift))
+
+
 def power_at(design: Design, effect: float, level: float = ALPHA, permuted: bool = True) -> float:
     """Two-sided power at `level` of the report's test for a true difference `effect` (NaN where the design
     cannot be tested: fewer than 2 seeds an arm). `permuted=False` leaves out the unequal arms' permutation
-    check: an upper bound, as the check can only take rejections away."""
+    check: an upper bound, as the check can only take rejections away. A pooled design: `_pooled_power`."""
     if not design.testable or math.isnan(effect):
         return math.nan
+    if design.pooled:
+        return _pooled_power(design, effect, level)
     noise, se, _, arms = _noise(design)
     difference = effect + noise
     with np.errstate(divide="ignore", invalid="ignore"):  # p < level, as |t| beyond its critical value
@@ -137,7 +167,7 @@ def detectable_at(design: Design, level: float = ALPHA, power: float = POWER) ->
     while high - low > 1e-3 * scale:  # bisection: simulated power is a step function of the effect
         middle = (low + high) / 2
         low, high = (middle, high) if power_at(design, middle, level, permuted=False) < power else (low, middle)
-    if design.n_baseline == design.n_variant:
+    if design.n_baseline == design.n_variant or design.pooled:
         return high
     # Unequal arms: Welch's answer is a lower bound; the permutation check (all splits, per simulated
     # experiment, the costly part) is run from there up in steps of 2%, where bisecting with it would run it
@@ -158,7 +188,7 @@ def seeds_at(design: Design, effect: float, level: float = ALPHA, power: float =
         return None
 
     def enough(n: int) -> bool:
-        return power_at(replace(design, n_baseline=n, n_variant=n), abs(effect), level) >= power
+        return power_at(design.with_seeds(n), abs(effect), level) >= power
 
     if not enough(max_seeds):
         return None

@@ -33,7 +33,13 @@ def method_section(report: Report) -> list[str]:
         f"sentence-bootstrap variance of the difference ({RESAMPLES} resamples) beyond the sentence noise the "
         "per-seed scores already carry (each seed's bootstrap variance about its arm's mean), with Welch's df of "
         "the seed part (zoo/stats/corpus.py). The sentence-only bootstrap p is shown for reference: it "
-        "holds the trained models fixed and sees no seed variation.",
+        "holds the trained models fixed and sees no seed variation."
+        + (" This experiment pools the seed variance over each task's arms (`pool = \"many-to-one\"`): a "
+           "comparison's variance is the pooled within-arm variance of every trained arm × (1/n_baseline + "
+           "1/n_variant), plus its own test-set term, with the pool's df (Σ (n − 1) over the arms), unless the "
+           f"Brown–Forsythe test rejects equal spreads at the declared {settings.pool_alpha:g}; then Welch's, as "
+           "each task's verdict table says (zoo/report/pooling.py). Power, detectable Δ and seeds-for use the same "
+           "pooled model (noncentral t with the pool's df)." if settings.pool != "none" else ""),
         f"- One verdict per task, on its primary metric. Its test, the findings' own tests and any transfer "
         f"interactions form the differences family ({report.family} tests); the TOSTs at the task's margin (and "
         f"of the interactions) form the equivalences family ({report.equivalence_family} tests). Each family's "

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zoo.experiment import Experiment
-from zoo.report import plots
+from zoo.report import noise, plots
 from zoo.report.analysis import TaskAnalysis
 from zoo.report.collect import curves
 from zoo.report.paths import shown
@@ -85,9 +85,12 @@ def task_section(report: Report, analysis: TaskAnalysis, out_dir: Path) -> list[
         note = interim(report.frame, task.key)
         if note:
             lines += [f"**Interim:** {note} (see Grid status).", ""]
+        if analysis.pooling:
+            lines += [f"Seed variance: {analysis.pooling}.", ""]
         lines += [md_table(*comparison_rows(experiment, analysis)), "", *confound_lines(report, analysis)]
         lines += [f"Other metrics, descriptive (difference [{ci(settings.alpha)}], no verdicts):", "",
                   md_table(*descriptive_rows(analysis, descriptive_metrics(task), settings.alpha)), ""]
+    lines += noise_lines(experiment, analysis)
     if not ((report.frame.task == task.key) & report.frame.status.isin(("complete", "diverged"))).any():
         return lines  # nothing finished yet: the grid status says so, and an empty plot would look like a result
     stem = plots.file_stem(task.key)
@@ -100,6 +103,32 @@ def task_section(report: Report, analysis: TaskAnalysis, out_dir: Path) -> list[
                                                              out_dir / "plots" / f"{stem}-curves.png")))
     for title, png in figures:
         lines += [f"![{task.key}: {title}]({png.relative_to(out_dir).as_posix()})", ""]
+    return lines
+
+
+def noise_lines(experiment: Experiment, analysis: TaskAnalysis) -> list[str]:
+    """The noise split (zoo/report/noise.py): per arm, then per comparison; nothing for a per-seed metric."""
+    if not analysis.noise:
+        return []
+    alpha, primary = experiment.config.analysis.alpha, label(analysis.primary)
+    sentences = next(iter(analysis.noise.values())).sentences
+    in_all = noise.shares(analysis)
+    lines = ["### Noise: seeds and test sentences", "",
+             f"Each arm's seed-to-seed spread of test {primary} on these {sentences:,} sentences, split into the "
+             "model part (different seeds train different models; more test sentences do not shrink it) and the "
+             "seed × sentence part (each model's own luck with the sentences drawn, halved by a test set twice as "
+             f"large), as standard deviations in {primary} points with {ci(alpha)}s over seeds (chi-square; the "
+             "seed × sentence part, averaged over every sentence and seed, taken as known)."
+             + (f" The seed × sentence part is {min(in_all):.0%}–{max(in_all):.0%} of the arms' seed variance."
+                if in_all else ""), "", md_table(*noise.arm_rows(analysis)), ""]
+    header, rows = noise.comparison_rows(analysis, experiment.config.baseline_label)
+    if rows:
+        lines += ["Each comparison's test-set term (the sentence × variant variance of its difference, which no "
+                  "number of seeds removes), the smallest difference any number of seeds could detect on this test "
+                  "set, and what doubling the seeds or the test sentences would let it detect (normal "
+                  "approximation, at its verdict's level and power; the test-set term and the seed × sentence parts "
+                  "halve with twice the sentences, the model parts with twice the seeds):", "",
+                  md_table(header, rows), ""]
     return lines
 
 
