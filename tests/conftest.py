@@ -8,6 +8,7 @@ tgt_vocab). Dotted overrides are passed as `tiny(**{"ffn.kind": "conv1d"})`.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 # zoo's consoles are built when zoo is imported, and rich keeps a COLUMNS it finds then for good: an inherited
 # COLUMNS (pytest-xdist's workers get 80; a shell may export its own) would pin every console, and the tests that
@@ -34,6 +35,11 @@ settings.load_profile("explore" if os.environ.get("ZOO_FUZZ") == "explore" else 
 
 # Tiny tensors gain nothing from intra-op threads, and on a small shared machine they oversubscribe.
 torch.set_num_threads(1)
+
+# The development corpora (multi30k, wmt-ende-10k) live outside the repository, in ../shared/data beside the project
+# root, or in $ZOO_DATA_DIR. A user's clone has no ../shared: every test that reads them takes the `corpora` fixture,
+# which skips it, with the reason, where they are absent (CI has them and runs every such test).
+CORPORA = Path(os.environ.get("ZOO_DATA_DIR") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
 
 VOCAB = 40
 TINY = {
@@ -75,6 +81,21 @@ def _plugins_loaded_by_a_test_end_with_it():
     yield
     plugins._loaded.clear()
     plugins._loaded.update(before)
+
+
+@pytest.fixture(scope="session")
+def corpora():
+    """`corpora(*names)`: the folder holding the development corpora `names`, or a skip of the test (or of every test
+    using a fixture that asked) naming the missing ones and where they were looked for."""
+
+    def folder(*names: str) -> Path:
+        missing = [name for name in names if not (CORPORA / name).is_dir()]
+        if missing:
+            pytest.skip(f"development corpora {', '.join(missing)} not found in {CORPORA} "
+                        "(../shared/data beside the project, or set ZOO_DATA_DIR to their folder)")
+        return CORPORA
+
+    return folder
 
 
 @pytest.fixture

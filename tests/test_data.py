@@ -1,7 +1,8 @@
 """zoo.data: synthetic tasks, corpus checks, tokenizers and their cache, batching, save/load.
 
-Real-corpus tests read the shared corpora (../shared/data from the project root, or
-$ZOO_DATA_DIR) and skip when they are absent; error cases write small fake corpora into tmp_path.
+Real-corpus tests read the development corpora (../shared/data beside the project root, or
+$ZOO_DATA_DIR) through conftest's `corpora` fixture, which skips them where they are absent;
+error cases write small fake corpora into tmp_path.
 Tokenizers are trained into a per-session temporary cache with vocab 1000 (one test uses the
 default 8000), so the file stays fast.
 """
@@ -9,7 +10,6 @@ default 8000), so the file stays fast.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -19,11 +19,6 @@ from zoo.data import DataError, Specials, TaskConfig, collate, load_saved, load_
 from zoo.data import tokenizer as tokenizer_module
 from zoo.errors import ZooError
 
-DATA = Path(os.environ.get("ZOO_DATA_DIR") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
-needs_data = pytest.mark.skipif(
-    not (DATA / "multi30k").is_dir() or not (DATA / "wmt-ende-10k").is_dir(),
-    reason=f"shared corpora multi30k and wmt-ende-10k not found in {DATA} (set ZOO_DATA_DIR to their folder)",
-)
 SMALL = {"train_size": 300, "valid_size": 40, "test_size": 40}
 
 
@@ -33,8 +28,8 @@ def cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def multi30k(cache):
-    return load_task("multi30k:de-en", data_dir=DATA, cache_dir=cache, vocab_size=1000)
+def multi30k(cache, corpora):
+    return load_task("multi30k:de-en", data_dir=corpora("multi30k"), cache_dir=cache, vocab_size=1000)
 
 
 def write_corpus(root: Path, corpus: str = "toy", langs=("xx", "yy"), n: int = 30) -> Path:
@@ -241,38 +236,37 @@ def test_separate_tokenizers(tmp_path):
     assert joint.src_tokenizer is joint.tgt_tokenizer and joint.src_vocab == joint.tgt_vocab
 
 
-@needs_data
-def test_joint_and_separate_vocabularies_on_multi30k(multi30k, cache):
+def test_joint_and_separate_vocabularies_on_multi30k(multi30k, cache, corpora):
     assert multi30k.src_vocab == multi30k.tgt_vocab == 1000
-    separate = load_task("multi30k:de-en", data_dir=DATA, cache_dir=cache, vocab_size=1000, joint=False)
+    separate = load_task("multi30k:de-en", data_dir=corpora("multi30k"), cache_dir=cache, vocab_size=1000, joint=False)
     assert separate.src_vocab <= 1000 and separate.tgt_vocab <= 1000
     german, english = separate.src_tokenizer.get_vocab(), separate.tgt_tokenizer.get_vocab()
     assert "▁Mann" in german and "▁Mann" not in english and "▁man" in english
 
 
 # -- the shipped corpora ---------------------------------------------------------------------------
-@needs_data
 @pytest.mark.parametrize("name", ["multi30k:de-en", "multi30k:en-de", "wmt-ende-10k:en-de", "wmt-ende-10k:de-en"])
-def test_shipped_corpora_load_in_both_directions(name, cache):
-    task = load_task(name, data_dir=DATA, cache_dir=cache, vocab_size=1000)
+def test_shipped_corpora_load_in_both_directions(name, cache, corpora):
     corpus, pair = name.split(":")
+    data = corpora(corpus)
+    task = load_task(name, data_dir=data, cache_dir=cache, vocab_size=1000)
     src_lang, tgt_lang = pair.split("-")
     assert task.kind == "text" and task.metrics == ("bleu", "bleu_lowercase", "chrf")
     for split in ("train", "valid", "test"):
         pairs = task.examples(split)
-        lines = (DATA / corpus / f"{split}.{src_lang}").read_text(encoding="utf-8").count("\n")
+        lines = (data / corpus / f"{split}.{src_lang}").read_text(encoding="utf-8").count("\n")
         assert pairs and len(pairs) == len(task.sources(split)) == len(task.references(split))
         assert len(pairs) == lines if split != "train" else 0.95 * lines <= len(pairs) <= lines
         for src, tgt in pairs:
             assert src[-1] == task.specials.eos and tgt[0] == task.specials.bos and tgt[-1] == task.specials.eos
             assert max(src) < task.src_vocab and max(tgt) < task.tgt_vocab
-    first = (DATA / corpus / f"test.{tgt_lang}").read_text(encoding="utf-8").split("\n")[0].strip()
+    first = (data / corpus / f"test.{tgt_lang}").read_text(encoding="utf-8").split("\n")[0].strip()
     assert task.references("test")[0] == first
 
 
-@needs_data
-def test_long_training_pairs_are_dropped_but_not_in_valid_or_test(cache):
-    task = load_task("wmt-ende-10k:en-de", data_dir=DATA, cache_dir=cache, vocab_size=1000, max_tokens_per_sentence=30)
+def test_long_training_pairs_are_dropped_but_not_in_valid_or_test(cache, corpora):
+    task = load_task("wmt-ende-10k:en-de", data_dir=corpora("wmt-ende-10k"), cache_dir=cache, vocab_size=1000,
+                     max_tokens_per_sentence=30)
     train = task.examples("train")
     assert len(train) < 9000 and all(len(s) - 1 <= 30 and len(t) - 2 <= 30 for s, t in train)
     assert len(task.sources("train")) == len(task.references("train")) == len(train)
@@ -280,9 +274,8 @@ def test_long_training_pairs_are_dropped_but_not_in_valid_or_test(cache):
     assert len(task.examples("test")) == 500 and max(len(s) for s, _ in task.examples("test")) > 31
 
 
-@needs_data
-def test_round_trip_detokenization_on_multi30k(cache):
-    task = load_task("multi30k:de-en", data_dir=DATA, cache_dir=cache)  # the default vocabulary, 8000
+def test_round_trip_detokenization_on_multi30k(cache, corpora):
+    task = load_task("multi30k:de-en", data_dir=corpora("multi30k"), cache_dir=cache)  # the default vocabulary, 8000
     assert 7000 < task.src_vocab <= 8000
     references, pairs = task.references("test"), task.examples("test")
     assert len(references) == 1000
@@ -293,10 +286,9 @@ def test_round_trip_detokenization_on_multi30k(cache):
     assert task.decode_target([task.specials.bos, *task.encode_source("Ein Hund."), 17, 17]) == "Ein Hund."
 
 
-@needs_data
-def test_wordlevel_lowercase_as_in_writeup_003(cache):
-    task = load_task("multi30k:en-de", data_dir=DATA, cache_dir=cache, tokenizer="wordlevel", lowercase=True,
-                     vocab_size=20000)
+def test_wordlevel_lowercase_as_in_writeup_003(cache, corpora):
+    task = load_task("multi30k:en-de", data_dir=corpora("multi30k"), cache_dir=cache, tokenizer="wordlevel",
+                     lowercase=True, vocab_size=20000)
     references = task.references("test")
     assert references[0] == references[0].lower() and not any("ä" in r for r in references)
     decoded = [task.decode_target(tgt) for _, tgt in task.examples("test")]
@@ -378,7 +370,6 @@ def test_text_save_and_load_without_retraining(tmp_path, monkeypatch):
         load_saved(tmp_path / "nowhere")
 
 
-@needs_data
 def test_multi30k_save_and_load_gives_identical_encodings(multi30k, tmp_path):
     multi30k.save(tmp_path)
     loaded = load_saved(tmp_path)
@@ -387,11 +378,11 @@ def test_multi30k_save_and_load_gives_identical_encodings(multi30k, tmp_path):
     assert loaded.examples("valid") == multi30k.examples("valid")
 
 
-def test_moses_detokenization_scores_plain_text(tmp_path):
+def test_moses_detokenization_scores_plain_text(tmp_path, corpora):
     """wmt-ende-10k is Moses-tokenized: with detokenize = "moses" references lose the escapes and the
     spaces before punctuation, and a decoded reference is scored as the same plain text."""
-    task = load_task(TaskConfig(name="wmt-ende-10k:en-de", data_dir=DATA, vocab_size=1000, detokenize="moses"),
-                     cache_dir=tmp_path)
+    task = load_task(TaskConfig(name="wmt-ende-10k:en-de", data_dir=corpora("wmt-ende-10k"), vocab_size=1000,
+                                detokenize="moses"), cache_dir=tmp_path)
     references = task.references("test")
     assert references[0] == ("Wie Herr Schleicher schon sagte, es ist ein stiller Datenfriedhof, und das reicht nun "
                              "wirklich nicht aus.")

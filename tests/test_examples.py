@@ -1,5 +1,5 @@
-"""The examples plugin package: its component registers and builds without touching the core, and installed in
-a fresh virtual environment it runs through `zoo run`, whose cells go stale when the plugin is edited."""
+"""The examples plugin package: its component registers and builds without touching the core, and installed (found
+through its `zoo.plugins` entry point) it runs through `zoo run`, whose cells go stale when the plugin is edited."""
 
 import os
 import re
@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import zoo
+from zoo.plugins import ENV
 from zoo.registry import registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,27 +41,39 @@ def test_glu_example_registers_and_trains():
 
 @pytest.mark.slow
 def test_the_installed_plugin_runs_through_zoo_run_and_its_edits_make_cells_stale(tmp_path):
-    """A user's view, as the README says it: a fresh virtual environment beside zoo, `pip install ./examples`, then
-    `zoo run` the example experiment, which also names the plugin by its folder (one plugin, loaded once). Edit the
-    plugin: the installed copy and the folder now differ, which is one line saying so; reinstall, and the dry run
-    says the plugin's cells are stale while the built-in ones stay recorded."""
+    """A user's view, as the README says it: `pip install ./examples` beside zoo, then `zoo run` the example
+    experiment, which also names the plugin by its folder (one plugin, loaded once). Edit the plugin: the installed
+    copy and the folder now differ, which is one line saying so; reinstall, and the dry run says the plugin's cells
+    are stale while the built-in ones stay recorded.
+
+    The package is installed into a folder of its own put on PYTHONPATH (`pip install --target`), and the commands
+    run under this interpreter: they see the environment zoo is installed in, a virtual environment or not (a nested
+    `venv --system-site-packages` saw the base Python's packages, not an outer venv's: 'No module named zoo'), and
+    the distribution's .dist-info in that folder is what `importlib.metadata` finds the entry point by."""
     package = shutil.copytree(ROOT / "examples", tmp_path / "examples",
                               ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
+    target = tmp_path / "installed"
 
     def install() -> None:
-        subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps",
-                        str(package)], check=True, capture_output=True)
+        done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--upgrade",
+                               "--target", str(target), str(package)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
 
     install()
+    assert [p.name for p in target.glob("zoo_examples-*.dist-info")], "no distribution metadata for the entry point"
     path = package / "experiments" / "glu.toml"
     path.write_text(path.read_text().replace("steps = 300", "steps = 20").replace("seeds = [0, 1, 2]", "seeds = [0]"))
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    zoo = [python, "-m", "zoo"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(target), os.environ.get("PYTHONPATH")]))}
+    env.pop(ENV, None)  # the plugin is found by its entry point, not named by $ZOO_PLUGINS
+    zoo = [sys.executable, "-m", "zoo"]
+    unlisted = subprocess.run(zoo + ["list", "ffn.*"], capture_output=True, text=True, cwd=tmp_path,
+                              env={**env, "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+    glu = re.compile(r"\bffn\.glu\b")  # the plugin's ffn.glu, not the built-in ffn.geglu
+    assert unlisted.returncode == 0 and not glu.search(unlisted.stdout), \
+        "zoo-examples is installed in this environment already (pip uninstall zoo-examples): nothing to prove"
     listed = subprocess.run(zoo + ["list", "ffn.*"], capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert "glu" in listed.stdout, listed.stderr
+    assert glu.search(listed.stdout), listed.stderr  # found through the entry point of the --target install
     run = subprocess.run(zoo + ["run", str(path), "--out", str(tmp_path / "out"), "--runs", str(tmp_path / "runs"),
                                 "--no-live"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert run.returncode == 0, run.stderr

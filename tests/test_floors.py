@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,6 @@ from zoo.experiment import load_experiment
 from zoo.experiment.floors import FOLDER, floor_path, read_floor, write_floors
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(os.environ.get("ZOO_DATA_DIR") or ROOT.parent / "shared" / "data")
-needs_data = pytest.mark.skipif(not (DATA / "wmt-ende-10k").is_dir(), reason=f"shared corpora not found in {DATA}")
 SYNTHETIC = {"symbols": 6, "min_len": 2, "max_len": 5, "train_size": 400, "valid_size": 30, "test_size": 60}
 
 
@@ -38,11 +35,10 @@ def test_identity_and_majority_outputs():
     assert outputs["majority"][0].split()[0] == max(sorted(set(first)), key=first.count)
 
 
-@needs_data
-def test_copying_the_wmt_source_scores_as_measured(tmp_path):
+def test_copying_the_wmt_source_scores_as_measured(tmp_path, corpora):
     """The issue's measurement: the English source copied unchanged, Moses-detokenized as the references are."""
-    task = load_task("wmt-ende-10k:en-de", data_dir=DATA, cache_dir=tmp_path, vocab_size=1000, joint=True,
-                     detokenize="moses")
+    task = load_task("wmt-ende-10k:en-de", data_dir=corpora("wmt-ende-10k"), cache_dir=tmp_path, vocab_size=1000,
+                     joint=True, detokenize="moses")
     copied = task.trivial_outputs("test")["copy-source"]
     references = task.references("test")
     assert len(copied) == len(references) == 500
