@@ -116,10 +116,19 @@ def test_a_format_2_record_packs_what_format_1_lists_and_reads_back_the_same(tmp
 def test_packing_predicts_sacrebleus_totals_from_the_length():
     """BLEU's n-gram totals are the hypothesis length less n - 1: packing stores them as residuals of a column."""
     rows = np.asarray(_bleu_rows(["a b c d e", "a b c", "x y z w"], ["a b c d e", "a b", "x y"]))
-    layout = packing.pack({"bleu": rows}, ["h"])["tables"]["bleu"]
+    layout = packing.pack({"bleu": rows}, ["h"])["tables"][0]
     assert layout["shape"] == [3, 10] and all(p >= 0 for p in layout["predictors"][7:])  # t2..t4 from earlier ones
     sentences, hypotheses = packing.unpack(packing.pack({"bleu": rows, "ragged": [[1], [2, 3]]}, ["h"]))
     assert sentences == {"bleu": rows.tolist(), "ragged": [[1], [2, 3]]} and hypotheses == ["h"]
+
+
+def test_tables_in_any_key_order_read_back_as_written(tmp_path):
+    """A record is written with sorted keys: tables packed in another order must still decode to their own rows
+    (two metrics whose names sort the other way round from the order the task lists them)."""
+    sentences = {"zz_last": np.array([[5, 7], [3, 4]]), "aa_first": np.array([0, 1])}
+    raw = json.loads(json.dumps(packing.pack(sentences, ["a", "b"]), sort_keys=True))
+    decoded, _ = packing.unpack(raw)
+    assert decoded == {"zz_last": [[5, 7], [3, 4]], "aa_first": [0, 1]}
 
 
 @pytest.mark.parametrize("damage, problem", [

@@ -7,8 +7,10 @@ those of the order before. So each metric's table is stored column by column as 
 column that predicts it best (chosen per table, and named in the record, so decoding needs no knowledge of the
 metric), then the residuals and the hypotheses go through LZMA and base85 (JSON-safe) into one string:
 
-    "packed": {"codec": "xz-base85", "tables": {"bleu": {"shape": [3071, 10], "predictors": [-1, 0, ...]}, ...},
-               "data": "..."}
+    "packed": {"codec": "xz-base85", "tables": [{"name": "bleu", "shape": [3071, 10], "predictors": [-1, 0, ...]},
+                                                ...], "data": "..."}
+
+(`tables` is a list, in the order of the data: a record is written with sorted keys, which would reorder a dict.)
 
 A table a plugin metric gives as ragged lists (no fixed width) is kept as JSON inside the compressed data.
 Decoding gives back the same integers and strings, so a record read and written again is the same bytes, and
@@ -58,14 +60,14 @@ def _restore(residuals: np.ndarray, predictors: list[int]) -> np.ndarray:
 def pack(sentences: dict[str, Any], hypotheses: list[str] | None) -> dict[str, Any]:
     """The `packed` field of a record holding `sentences` (metric -> (N, K) or (N,) int array, or ragged lists)
     and `hypotheses`."""
-    tables, parts, ragged = {}, [], {}
+    tables, parts, ragged = [], [], {}
     for name, rows in sentences.items():
         if not isinstance(rows, np.ndarray):
             ragged[name] = rows
             continue
         table = rows.reshape(len(rows), -1).astype(_DTYPE)
         predictors = _predictors(table)
-        tables[name] = {"shape": list(rows.shape), "predictors": predictors}
+        tables.append({"name": name, "shape": list(rows.shape), "predictors": predictors})
         parts.append(np.ascontiguousarray(_residuals(table, predictors).T).tobytes())
     text = json.dumps({"hypotheses": hypotheses, "ragged": ragged}, ensure_ascii=False, separators=(",", ":"))
     data = lzma.compress(b"".join(parts) + text.encode(), format=lzma.FORMAT_XZ, filters=_FILTERS)
@@ -79,7 +81,8 @@ def unpack(packed: dict[str, Any]) -> tuple[dict[str, Any], list[str] | None]:
     try:
         data = lzma.decompress(base64.b85decode(packed["data"]), format=lzma.FORMAT_XZ)
         sentences, offset = {}, 0
-        for name, layout in packed["tables"].items():
+        for layout in packed["tables"]:
+            name = layout["name"]
             shape, predictors = [int(n) for n in layout["shape"]], [int(p) for p in layout["predictors"]]
             rows, width = shape[0], (shape[1] if len(shape) == 2 else 1)
             size = rows * width * _DTYPE.itemsize
