@@ -57,11 +57,11 @@ def arm_rows(analysis: TaskAnalysis) -> tuple[list[str], list[list[str]]]:
     header = ["arm", "seeds", "seed sd [CI]", "model sd [CI]", "seed × sentence sd", "test-set share [CI]"]
     rows = []
     for arm, split in analysis.noise.items():
+        share = "—" if math.isnan(split.share) else f"{split.share:.0%} [{split.share_low:.0%}, {split.share_high:.0%}]"
         rows.append([arm, str(split.seeds),
                      f"{fmt(_sd(split.total))} {fmt_interval(_sd(split.total_low), _sd(split.total_high))}",
                      f"{fmt(_sd(split.model))} {fmt_interval(_sd(split.model_low), _sd(split.model_high))}",
-                     fmt(_sd(split.seed_sentence)),
-                     f"{split.share:.0%} [{split.share_low:.0%}, {split.share_high:.0%}]"])
+                     fmt(_sd(split.seed_sentence)), share])
     return header, rows
 
 
@@ -85,6 +85,8 @@ def comparison_rows(analysis: TaskAnalysis, baseline: str) -> tuple[list[str], l
     return header, rows
 
 
-def shares(analysis: TaskAnalysis) -> list[float]:
-    """Every arm's test-set share of its seed variance (for the sentence under the tables)."""
-    return [split.share for split in analysis.noise.values() if not np.isnan(split.share)]
+def median_share(analysis: TaskAnalysis) -> float:
+    """The median arm's test-set share of its seed variance (NaN where no arm has one): the sentence above the
+    table; a median, as one arm whose seeds stall or spread widely would swing a pooled share."""
+    shares = [split.share for split in analysis.noise.values() if not np.isnan(split.share)]
+    return float(np.median(shares)) if shares else math.nan

@@ -112,15 +112,15 @@ def noise_lines(experiment: Experiment, analysis: TaskAnalysis) -> list[str]:
         return []
     alpha, primary = experiment.config.analysis.alpha, label(analysis.primary)
     sentences = next(iter(analysis.noise.values())).sentences
-    in_all = noise.shares(analysis)
+    median = noise.median_share(analysis)
     lines = ["### Noise: seeds and test sentences", "",
              f"Each arm's seed-to-seed spread of test {primary} on these {sentences:,} sentences, split into the "
              "model part (different seeds train different models; more test sentences do not shrink it) and the "
              "seed × sentence part (each model's own luck with the sentences drawn, halved by a test set twice as "
              f"large), as standard deviations in {primary} points with {ci(alpha)}s over seeds (chi-square; the "
              "seed × sentence part, averaged over every sentence and seed, taken as known)."
-             + (f" The seed × sentence part is {min(in_all):.0%}–{max(in_all):.0%} of the arms' seed variance."
-                if in_all else ""), "", md_table(*noise.arm_rows(analysis)), ""]
+             + (f" In the median arm the seed × sentence part is {median:.0%} of the seed variance."
+                if median == median else ""), "", md_table(*noise.arm_rows(analysis)), ""]
     header, rows = noise.comparison_rows(analysis, experiment.config.baseline_label)
     if rows:
         lines += ["Each comparison's test-set term (the sentence × variant variance of its difference, which no "

@@ -1,0 +1,61 @@
+"""docs/reading-reports.md's section "Resolution", recomputed: the noise split of the ablations' Multi30k tasks from
+their records, and the critical values it quotes (the rule: tests/test_claims.py)."""
+
+from __future__ import annotations
+
+import pandas as pd
+from claims import README, REPORTS, ROOT, experiment, results, said, task
+from scipy import stats
+
+from zoo import metrics
+from zoo.data.multi30k import Multi30k
+from zoo.report.noise import median_share
+
+DOCS = ROOT / "docs" / "reading-reports.md"
+
+
+def test_the_seed_x_sentence_share_of_the_ablations_median_arm():
+    said(DOCS, "On the ablations' 1,000 Multi30k sentences the seed × sentence part is 62% of the median arm's seed "
+               "variance in both directions")
+    for key, share in (("multi30k-de-en", "62%"), ("multi30k-en-de", "62%")):
+        analysis = task("ablations", key)
+        assert {split.sentences for split in analysis.noise.values()} == {1000}
+        assert f"{median_share(analysis):.0%}" == share
+
+
+def test_the_critical_values_of_welch_and_of_the_pool():
+    said(DOCS, "gives about 8 degrees of freedom at 5 v 5 seeds, so the critical t at a corrected level is large "
+               "(4.26 at 0.05/18)")
+    said(DOCS, "be pooled over every arm: 56 df at 14 arms x 5 seeds, critical t 3.13.")
+    assert f"{stats.t.ppf(1 - 0.05 / 18 / 2, 8):.2f}" == "4.26"
+    assert 14 * (5 - 1) == 56 and f"{stats.t.ppf(1 - 0.05 / 18 / 2, 56):.2f}" == "3.13"
+
+
+def test_no_design_detects_below_the_test_set_terms_floor():
+    said(DOCS, "no design detects a difference below about 2.8 × its square root (at 80% power and alpha 0.05")
+    assert f"{stats.norm.ppf(0.975) + stats.norm.ppf(0.8):.1f}" == "2.8"
+
+
+def test_every_report_with_a_corpus_metric_has_the_noise_section_and_no_experiment_pools():
+    said(REPORTS, "No verdict changed: every committed experiment keeps the analysis it declared (`pool = \"none\"`, "
+                  "its own correction), and the records did not change.")
+    said(REPORTS, "On the ablations' 1,000 Multi30k sentences the seed × sentence part is 62% of the median arm's "
+                  "seed variance in both directions.")
+    for folder in sorted(path.parent for path in (ROOT / "reports").glob("*/report.md")):
+        config = experiment(folder.name).config
+        assert config.analysis.pool == "none", folder.name
+        frame = results(folder.name)
+        complete = frame[frame.status == "complete"].groupby(["task", "variant"]).seed.nunique()
+        corpus = any(metrics.get(task.primary_metric).sentence_level  # and an arm with two seeds or more to split
+                     and (complete.get(task.key, pd.Series()) >= 2).any() for task in config.tasks)
+        assert ("### Noise: seeds and test sentences" in (folder / "report.md").read_text()) == corpus, folder.name
+
+
+def test_multi30ks_three_flickr_test_sets_are_3071_sentences(corpora):
+    said(README, "Multi30k's 2016, 2017 and 2018 flickr sets are 3,071 sentences")
+    sets = ("test", "test_2017_flickr", "test_2018_flickr")
+    assert sum(Multi30k.sizes[name] for name in sets) == 3071
+    folder = corpora("multi30k") / "multi30k"
+    for name in sets:
+        for lang in ("en", "de"):
+            assert len((folder / f"{name}.{lang}").read_text().splitlines()) == Multi30k.sizes[name], (name, lang)
