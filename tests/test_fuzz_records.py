@@ -98,7 +98,7 @@ def quickstart_copy(tmp_path_factory):
 @pytest.mark.parametrize("where, value", [
     (("summary",), "x"), (("curves", "eval", "step"), ["a"]), (("test", "exact_match"), 1e308),
     (("sentences", "exact_match"), "x"), (("final",), [1]), (("status",), "done"), (("curves",), {"x": {}}),
-    (("hypotheses",), [1, 2]), (("format",), 2), (("test",), None),
+    (("hypotheses",), [1, 2]), (("format",), 3), (("test",), None),
 ])
 def test_zoo_report_says_which_record_is_damaged_in_one_line(quickstart_copy, capsys, where, value):
     path = quickstart_copy / "records" / "pre-norm" / "copy" / "seed-3.json"
