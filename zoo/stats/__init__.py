@@ -10,6 +10,7 @@ Files, by topic:
     pooled.py      many variants v one baseline: seed variance pooled over all arms, Dunnett's (step-down) test
     tost.py        equivalence within a declared margin (two one-sided tests)
     sequential.py  seeds in rounds until decided: alpha-spending levels per look, their TOST, sequential Holm
+    stopping.py    the decision rule applied look by look (which arm stops, how), and the runs it is expected to take
     power.py       power, minimum detectable effect, seeds needed
     resample.py    resampling test sentences (the paired bootstrap's draws)
     corpus.py      corpus metrics (BLEU, chrF) over seeds and test sentences

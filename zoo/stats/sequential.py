@@ -67,6 +67,7 @@ Multiplicity across comparisons: `sequential_holm` (Maurer & Bretz 2013, below).
     equivalent_at(d, se, df, margin, level)  TOST at one-sided level `level` (= a_k)
     SequentialPlan(alpha, round_seeds, max_seeds)   fractions, level_at(look), equivalence_level_at(look)
     sequential_holm(p_by_look, fractions, alpha)    the look at which each comparison is rejected, or None
+    holm_rejections(p_by_look, fractions, alpha)    the same, with the look whose p crossed and the share it had
 """
 
 from __future__ import annotations
@@ -263,6 +264,24 @@ def sequential_holm(p_by_look: Sequence[Sequence[float]], fractions: Sequence[fl
     condition. What was checked here: that argument, and the simulation (10 comparisons against a shared
     baseline under the global null, family-wise error ≤ alpha within Monte-Carlo error); the paper's exact
     wording was not available to compare with."""
+    return [None if r is None else r.look for r in holm_rejections(p_by_look, fractions, alpha, spending)]
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """How `holm_rejections` rejected a comparison: at look `look`, on the p of look `crossed` (≤ look: earlier
+    when a rejection elsewhere freed its level), which fell below nominal_levels(fractions, alpha/share)[crossed
+    − 1], `share` being the comparisons still open then."""
+
+    look: int
+    crossed: int
+    share: int
+
+
+def holm_rejections(p_by_look: Sequence[Sequence[float]], fractions: Sequence[float], alpha: float = ALPHA,
+                    spending: Spending = obrien_fleming_spending) -> list[Rejection | None]:
+    """`sequential_holm` with each rejection's details (Rejection), or None where a comparison is not rejected:
+    what a report needs to say which p fell below which level."""
     looks = len(_fractions(fractions))
     p = np.full((len(p_by_look), looks), np.nan)
     for i, row in enumerate(p_by_look):
@@ -270,16 +289,17 @@ def sequential_holm(p_by_look: Sequence[Sequence[float]], fractions: Sequence[fl
             raise ValueError(f"comparison {i} has {len(row)} looks, fractions only {looks}")
         p[i, :len(row)] = row
     levels = {m: nominal_levels(fractions, alpha / m, spending) for m in range(1, len(p) + 1)}
-    rejected: list[int | None] = [None] * len(p)
+    rejected: list[Rejection | None] = [None] * len(p)
     for k in range(1, looks + 1):
         while True:
             open_ = [i for i, r in enumerate(rejected) if r is None]
             if not open_:
                 return rejected
             with np.errstate(invalid="ignore"):
-                hits = [i for i in open_ if np.any(p[i, :k] < levels[len(open_)][:k])]
+                below = {i: np.flatnonzero(p[i, :k] < levels[len(open_)][:k]) for i in open_}
+            hits = [i for i in open_ if len(below[i])]
             if not hits:
                 break
             for i in hits:
-                rejected[i] = k
+                rejected[i] = Rejection(k, int(below[i][0]) + 1, len(open_))
     return rejected
