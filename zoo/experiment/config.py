@@ -119,9 +119,13 @@ class ExperimentConfig(BaseModel):
 class Experiment:
     """A validated experiment: its file, config, and every variant's resolved spec (vocab excluded)."""
 
-    def __init__(self, path: Path, config: ExperimentConfig, specs: dict[str, ModelSpec]):
+    def __init__(self, path: Path, config: ExperimentConfig, specs: dict[str, ModelSpec],
+                 calls: dict[tuple[str, str], tuple[int, ...]] | None = None):
         self.path, self.config, self.specs = path, config, specs
         self.others: dict[str, Experiment] = {}  # a cross-experiment transfer's file -> that experiment
+        # (variant, task key) -> the seeds a sequential plan has called that arm for (zoo/report/sequential.py);
+        # an arm not in it has the experiment's `seeds` (with [sequential]: the first round)
+        self.calls = dict(calls or {})
 
     @property
     def name(self) -> str:
@@ -150,7 +154,28 @@ class Experiment:
                 raise ExperimentError(f"{self.path}: tasks[{i}] ({task.name}): {err}") from None
 
     def grid(self) -> list[tuple[str, TaskEntry, int]]:
-        return [(v.label, t, s) for t in self.config.tasks for v in self.config.variants for s in self.config.seeds]
+        """Every cell: each variant on each task with the seeds it is called for (`seeds_of`)."""
+        return [(v.label, t, s) for t in self.config.tasks for v in self.config.variants
+                for s in self.seeds_of(v.label, t.key)]
+
+    def seeds_of(self, variant: str, task: str) -> list[int]:
+        """The seeds of `variant` on task `task` (a key): the experiment's `seeds`, or with [sequential] the rounds
+        its plan has called that arm for (`with_calls`), which a report and a run read from the records."""
+        return list(self.calls.get((variant, task), self.config.seeds))
+
+    def plan_seeds(self) -> list[int]:
+        """Every seed an arm may ever train, in order: the `seeds`, and with [sequential] every round's up to the
+        cap (seeds a part of the grid, `--seeds`, may name)."""
+        plan = self.config.sequential
+        if plan is None:
+            return list(self.config.seeds)
+        return list(range(self.config.seeds[0], self.config.seeds[0] + plan.max_seeds))
+
+    def with_calls(self, calls: dict[tuple[str, str], tuple[int, ...]]) -> Experiment:
+        """This experiment with each arm's called seeds: (variant, task key) -> seeds (`seeds_of`)."""
+        called = Experiment(self.path, self.config, self.specs, calls)
+        called.others = self.others
+        return called
 
 
 class _Plugins(BaseModel):

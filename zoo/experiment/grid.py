@@ -67,7 +67,9 @@ class Part:
     """Some of an experiment's variants, tasks (by key) and seeds, each None for all of them (`zoo run
     --variants/--tasks/--seeds`): the same cells with the same definitions and records, fewer of them, so
     machines can share a grid (a GPU takes whole seeds, the CPU the rest) and each resumes from the records.
-    An empty selection selects nothing, and `checked` refuses it: `--tasks "$EMPTY"` must not train everything."""
+    An empty selection selects nothing, and `checked` refuses it: `--tasks "$EMPTY"` must not train everything.
+    With [sequential], a part's seeds may be any of the plan's (`Experiment.plan_seeds`), and it selects among the
+    cells the plan has called (`Experiment.seeds_of`)."""
 
     variants: tuple[str, ...] | None = None
     tasks: tuple[str, ...] | None = None
@@ -79,7 +81,7 @@ class Part:
         config = experiment.config
         for flag, what, asked, allowed in (("--variants", "variant", self.variants, [v.label for v in config.variants]),
                                            ("--tasks", "task", self.tasks, [t.key for t in config.tasks]),
-                                           ("--seeds", "seed", self.seeds, list(config.seeds))):
+                                           ("--seeds", "seed", self.seeds, experiment.plan_seeds())):
             has = ", ".join(map(str, allowed))
             if asked is not None and not asked:
                 raise ExperimentError(f"{flag}: empty selection; give at least one {what} ({experiment.name} has "
@@ -107,7 +109,7 @@ def cells(experiment, runs_root: Path, records_root: Path, concurrent: int = 1, 
     A store of another experiment is refused here, before anything reads or moves its cells (owner.py)."""
     owner.check_grid(experiment, runs_root, records_root)
     runs, kept = str(Path(runs_root).resolve()), str(Path(records_root).resolve())
-    seeds = {seed: i for i, seed in enumerate(experiment.config.seeds)}
+    seeds = {seed: i for i, seed in enumerate(experiment.plan_seeds())}
     tasks = {task.key: i for i, task in enumerate(experiment.config.tasks)}
     chosen = [(variant, task, seed) for variant, task, seed in experiment.grid() if part.holds(variant, task.key, seed)]
     ordered = sorted(chosen, key=lambda cell: (tasks[cell[1].key], seeds[cell[2]]))  # stable: variants

@@ -33,7 +33,7 @@ def changed_fields(experiment) -> list[str]:
     fields = {f"spec.{field}": None for variant in labels
               for field, _, _ in diff(experiment.specs[baseline], experiment.specs[variant])}
     for task in experiment.config.tasks:
-        for seed in experiment.config.seeds:
+        for seed in experiment.seeds_of(baseline, task.key):
             own = experiment.train_config(task, seed, baseline).model_dump()
             for variant in labels:
                 fields.update({f"train.{key}": None for key, value in

@@ -19,21 +19,17 @@ Verdicts are only given after p-values are adjusted over the report's whole fami
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-from array import array
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel
 
 from zoo import metrics
 from zoo.experiment import Experiment
-from zoo.experiment.record import Record
 from zoo.experiment.schema import TaskEntry
 from zoo.report.collect import Records, sentence_stats
+from zoo.report.fingerprint import fingerprint
 from zoo.stats import FEW, POWER
 from zoo.stats import outcomes as oc
 from zoo.stats.aso import eps_min
@@ -54,7 +50,6 @@ OTHER_DIRECTIONS = {
     "test_ppl": False, "train_seconds": False, "curve_area": True,
 }
 OTHER_BOUNDS = {"tok_per_s": (0, math.inf), "valid_ppl": (1, math.inf), "test_ppl": (1, math.inf)}
-TIMINGS = {"tok_per_s", "seconds", "train_seconds", "finished"}
 # The machine's numbers, not the model's: a run's speed says as much about where it trained as about what trained,
 # so these columns are summarised and compared only between runs on one device.
 DEVICE_BOUND = ("tok_per_s", "train_seconds")
@@ -174,34 +169,6 @@ class TaskAnalysis:
     pooling: str = ""  # how the comparisons' seed variance was estimated, where the experiment pools (pooling.py)
 
 
-FINGERPRINTED = ("curves", "test", "hypotheses", "final", "status")
-
-
-def _fingerprint(record: Record) -> str:
-    """Hash of everything a run logged except timings: equal hashes = bit-identical numbers. Fed value by value
-    (a packed curve column as its bytes), not through one JSON text of the record: that took 0.9 s of the
-    ablations report."""
-    digest = hashlib.sha256()
-    _feed(digest, {name: getattr(record, name) for name in FINGERPRINTED})
-    return digest.hexdigest()
-
-
-def _feed(digest, value) -> None:
-    if isinstance(value, BaseModel):
-        value = {name: getattr(value, name) for name in value.model_fields_set}  # as the record file has them
-    if isinstance(value, dict):
-        digest.update(b"{")
-        for key in sorted(value):
-            if key not in TIMINGS:
-                digest.update(json.dumps(key).encode() + b":")
-                _feed(digest, value[key])
-        digest.update(b"}")
-    elif isinstance(value, array):
-        digest.update(f"<{value.typecode}{len(value)}>".encode() + value.tobytes())
-    else:
-        digest.update(json.dumps(value, default=str).encode() + b",")
-
-
 class Analyst:
     """Builds TaskAnalysis objects from an experiment's records; shares per-run work between tasks and findings."""
 
@@ -242,7 +209,7 @@ class Analyst:
     def trained(self, task: TaskEntry, variant: str, device: str | None = None) -> list[int]:
         """Seeds whose run completed and learned (outcome 'complete'), in seed order; with `device`, those of them
         that ran on it."""
-        return [s for s in self.experiment.config.seeds if self.outcome(variant, task, s) == oc.COMPLETE
+        return [s for s in self.experiment.seeds_of(variant, task.key) if self.outcome(variant, task, s) == oc.COMPLETE
                 and (device is None or self.device(task, variant, s) == device)]
 
     def device(self, task: TaskEntry, variant: str, seed: int) -> str:
@@ -271,25 +238,30 @@ class Analyst:
         distributions, stall-or-succeed as they are); diverged runs have no test score. With `device`, of the
         runs on it."""
         rows = self.frame[(self.frame.task == task.key) & (self.frame.variant == variant)].set_index("seed")
-        seeds = [s for s in self.experiment.config.seeds if self.outcome(variant, task, s) in (oc.COMPLETE, oc.STALLED)
+        seeds = [s for s in self.experiment.seeds_of(variant, task.key)
+                 if self.outcome(variant, task, s) in (oc.COMPLETE, oc.STALLED)
                  and (device is None or self.device(task, variant, s) == device)]
         values = [float(rows.loc[s, metric]) for s in seeds] if metric in rows else []
         return [v for v in values if not math.isnan(v)]
 
     def collapse(self, task: TaskEntry) -> dict[str, str]:
-        """variant -> earlier variant (the baseline first) whose records are bit-identical for every seed."""
+        """variant -> earlier variant (the baseline first) whose records are bit-identical for every seed of the
+        variant's (where a sequential plan gave the other more seeds, on the seeds they share)."""
         order = [self.baseline] + [label for label in self.labels if label != self.baseline]
-        prints: dict[str, str] = {}
+        prints: dict[str, dict[int, str]] = {}  # the first variant of each set of numbers: seed -> fingerprint
         collapsed = {}
         for variant in order:
-            seed_records = [self.records.get(variant, task.key, s) for s in self.experiment.config.seeds]
+            seeds = self.experiment.seeds_of(variant, task.key)
+            seed_records = [self.records.get(variant, task.key, s) for s in seeds]
             if any(r is None or r.status == "failed" for r in seed_records):
                 continue
-            key = "|".join(_fingerprint(r) for r in seed_records)
-            if key in prints:
-                collapsed[variant] = prints[key]
+            mine = {s: fingerprint(r) for s, r in zip(seeds, seed_records)}
+            same = next((other for other, theirs in prints.items()
+                         if all(theirs.get(s) == value for s, value in mine.items())), None)
+            if same is not None:
+                collapsed[variant] = same
             else:
-                prints[key] = variant
+                prints[variant] = mine
         return collapsed
 
     # -- comparisons ------------------------------------------------------------------------------
@@ -342,16 +314,27 @@ class Analyst:
         return (f"the baseline's mean test {task.primary_metric} ({mean:.2f} over {seeds}) does "
                 f"not clear the trivial floor {system} ({floors[system]:.2f})")
 
-    def task(self, task: TaskEntry, descriptive_metrics: list[str]) -> TaskAnalysis:
+    def verdicts(self, task: TaskEntry) -> TaskAnalysis:
+        """The part of `task`'s analysis the verdicts stand on: run outcomes, collapsed variants, the trivial floor
+        and each variant's primary comparison with the baseline (unadjusted). A sequential look needs no more
+        (zoo/report/sequential.py); `task` adds the rest."""
         labels = self.labels
         analysis = TaskAnalysis(task, task.primary_metric,
-                             {v: {s: self.outcome(v, task, s) for s in self.experiment.config.seeds} for v in labels},
-                             self.collapse(task))
+                                {v: {s: self.outcome(v, task, s) for s in self.experiment.seeds_of(v, task.key)}
+                                 for v in labels}, self.collapse(task))
         floor = self.floors.get(task.key)
         if floor is not None:
             analysis.floors = {name: float(system["test"][task.primary_metric])
                             for name, system in floor["systems"].items() if task.primary_metric in system["test"]}
         analysis.below_floor = self.below_floor(task, analysis.floors)
+        for variant in labels:
+            if variant != self.baseline and variant not in analysis.collapsed and not analysis.below_floor:
+                analysis.comparisons[variant] = self.compare(task, variant, self.baseline, task.primary_metric)
+        return analysis
+
+    def task(self, task: TaskEntry, descriptive_metrics: list[str]) -> TaskAnalysis:
+        labels = self.labels
+        analysis = self.verdicts(task)
         analysis.devices = self.devices(task)
         alpha = self.settings.alpha
         for variant in labels:
@@ -359,7 +342,7 @@ class Analyst:
             analysis.instability[variant] = oc.instability_rate(outcomes, alpha=alpha)
             steps, reached = [], []
             if task.threshold is not None:
-                for seed in self.experiment.config.seeds:
+                for seed in self.experiment.seeds_of(variant, task.key):
                     if analysis.outcomes[variant][seed] in oc.FINISHED:
                         step, hit = oc.first_reach(*self.eval_curve(variant, task, seed, task.primary_metric),
                                                    task.threshold, higher_is_better(task.primary_metric))
@@ -377,7 +360,6 @@ class Analyst:
             analysis.failure_tests[variant] = oc.compare_failures(base.count, base.n, mine.count, mine.n, alpha)
             if task.threshold is not None:
                 analysis.logrank[variant] = oc.logrank(*analysis.reach[self.baseline], *analysis.reach[variant])
-            analysis.comparisons[variant] = self.compare(task, variant, self.baseline, task.primary_metric)
             analysis.descriptive[variant] = {m: self.compare(task, variant, self.baseline, m).result
                                           for m in descriptive_metrics
                                           if m != task.primary_metric and m not in DEVICE_BOUND}

@@ -38,6 +38,7 @@ from zoo import metrics
 from zoo.errors import ZooError
 from zoo.experiment import Experiment, store
 from zoo.experiment import record as record_file
+from zoo.experiment.floors import current_floor
 from zoo.experiment.record import Record, Summary
 from zoo.experiment.schema import TaskEntry
 from zoo.rundir import RunError
@@ -111,6 +112,18 @@ def load_records(experiment: Experiment, records_root: str | Path) -> Records:
         else:
             result.by_cell[(variant, task.key, seed)] = record
     return result
+
+
+def current_floors(experiment: Experiment, records_root: Path) -> dict[str, dict]:
+    """Task key -> its current trivial-floor file beside the records (zoo/experiment/floors.py), None where there is
+    none; a damaged one is a ReportError naming it."""
+    floors = {}
+    for task in experiment.config.tasks:
+        try:
+            floors[task.key] = current_floor(experiment, records_root, task)
+        except RunError as err:
+            raise ReportError(str(err)) from None
+    return floors
 
 
 def read_row(record: Record | None, task: TaskEntry, stale: list[str] | None,

@@ -87,9 +87,8 @@ class Matrix:
 def run_spec(experiment: Experiment, records: Records, label: str) -> tuple[ModelSpec, str, int | None]:
     """The spec a variant's runs trained with (vocabulary fitted to the task), where it was read from, and the
     parameters its trained model counted (None without a record)."""
-    tasks, seeds = experiment.config.tasks, experiment.config.seeds
-    for task in tasks:
-        for seed in seeds:
+    for task in experiment.config.tasks:
+        for seed in experiment.seeds_of(label, task.key):
             record = records.get(label, task.key, seed)
             if record is not None and record.spec is not None:
                 where = record_path(records.root, label, task.key, seed)

@@ -147,8 +147,8 @@ def _check_task(experiment: Experiment, analyst: Analyst, finding: Finding, anal
         return Check(finding, task.key, metric, UNTESTABLE, analysis.below_floor)
     own = reference == experiment.config.baseline_label  # the task's own test, when it has one
     if finding.kind == "failure-rate":
-        outcomes = {v: [analyst.outcome(v, task, s) for s in experiment.config.seeds] for v in (reference,
-                                                                                                   finding.variant)}
+        outcomes = {v: [analyst.outcome(v, task, s) for s in experiment.seeds_of(v, task.key)]
+                    for v in (reference, finding.variant)}
         rates = {v: oc.instability_rate(o) for v, o in outcomes.items()}
         test = analysis.failure_tests.get(finding.variant) if own else None
         if test is None:

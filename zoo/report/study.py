@@ -11,18 +11,16 @@ from pathlib import Path
 import pandas as pd
 
 from zoo.experiment import Experiment
-from zoo.experiment.floors import current_floor
 from zoo.experiment.schema import Transfer
 from zoo.report import findings as fnd
 from zoo.report.analysis import Analyst, TaskAnalysis
-from zoo.report.collect import ReportError, collect, load_records
+from zoo.report.collect import collect, current_floors, load_records
 from zoo.report.equiv import Matrix, equivalence_matrix
 from zoo.report.family import Placebo, adjust_instability, adjust_verdicts
 from zoo.report.noise import arm_noise
 from zoo.report.pooling import pool
 from zoo.report.tables import descriptive_metrics
 from zoo.report.transfer import TransferAnalysis, analyse_transfer
-from zoo.rundir import RunError
 
 
 @dataclass
@@ -46,12 +44,7 @@ def analyse(experiment: Experiment, records_root: Path) -> Report:
     """The experiment's analysis from its records, every verdict settled on adjusted p-values."""
     records = load_records(experiment, records_root)
     frame = collect(experiment, records)
-    floors = {}
-    for task in experiment.config.tasks:
-        try:
-            floors[task.key] = current_floor(experiment, records_root, task)
-        except RunError as err:
-            raise ReportError(str(err)) from None
+    floors = current_floors(experiment, Path(records_root))
     analyst = Analyst(experiment, records, frame, floors)
     tasks = [analyst.task(task, descriptive_metrics(task)) for task in experiment.config.tasks]
     for analysis in tasks:
