@@ -4,11 +4,12 @@ their records, and the critical values it quotes (the rule: tests/test_claims.py
 from __future__ import annotations
 
 import pandas as pd
-from claims import README, REPORTS, ROOT, experiment, results, said, task
+from claims import README, REPORTS, ROOT, experiment, results, said, table_after, task
 from scipy import stats
 
 from zoo import metrics
 from zoo.data.multi30k import Multi30k
+from zoo.experiment import record as records
 from zoo.report.noise import median_share
 
 DOCS = ROOT / "docs" / "reading-reports.md"
@@ -80,3 +81,26 @@ def test_the_pooling_rules_calibration_as_the_docs_quote_it():
     assert (f"{float(two[7]):.3f}", f"{float(four[7]):.3f}") == ("0.016", "0.018")  # Welch + Holm
     said(DOCS, "the resolved study, which looked at this before its analysis, does not.")
     assert experiment("resolved").config.analysis.pool == "none"
+
+
+def test_the_resolved_studys_state_is_its_records():
+    row = next(cells for cells in table_after(REPORTS, "| folder | what it is | state |") if cells[0] == "`resolved/`")
+    said(REPORTS, "on the 3,071 sentences of Multi30k's three flickr test sets, seeds in rounds of 5 until each "
+                  "comparison is better, worse or equivalent within ±0.5 BLEU, or has 30 seeds; declared before its "
+                  "runs")
+    said(README, "asks the ablations' question at the size the literature reports (±0.5 BLEU, on 3,071 test sentences, "
+                 "seeds added in rounds until each comparison is decided); its first round is training.")
+    config = experiment("resolved").config
+    assert len(config.variants) == 14 and config.seeds == [0, 1, 2, 3, 4] and config.tasks[0].margin == 0.5
+    assert (config.sequential.round_seeds, config.sequential.max_seeds) == (5, 30)
+    assert config.tasks[0].options["test_sets"] == ["test", "test_2017_flickr", "test_2018_flickr"]
+    folder = ROOT / "reports" / "resolved" / "records"
+    made = [records.read(path) for path in sorted(folder.glob("*/*/seed-*.json"))]
+    assert {record.cell.seed for record in made} <= set(config.seeds)  # round 1 only
+    assert all(record.status == "complete" and record.summary.device == "cpu" for record in made)
+    assert all(sum(s.sentences for s in record.test_sets) == 3071 for record in made)
+    assert row[2].startswith(f"training: round 1 (seeds 0–4 of every arm), {len(made)} of 70 runs recorded, all on "
+                             "the CPU; no report yet")
+    assert not (ROOT / "reports" / "resolved" / "report.md").exists()
+    first = min(record.provenance["finished"] for record in made)
+    assert first > "2026-11-29T02:11"  # after the commit that declared the study (c2a3efc)
