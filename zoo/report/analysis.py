@@ -38,6 +38,7 @@ from zoo.stats.noise import NoiseSplit
 from zoo.stats.pooled import PooledComparison
 from zoo.stats.power import Design, detectable_at, power_at, seeds_at
 from zoo.stats.seeds import WELCH_PERMUTATION, Difference, compare_seeds, prob_better
+from zoo.stats.stopping import Decision
 from zoo.stats.tost import Equivalence, tost
 from zoo.stats.welch import MIN_SEEDS, permutation_floor
 
@@ -91,6 +92,7 @@ class Comparison:
     level: float = math.nan  # the level `mde` and `seeds_needed` are at: alpha, or after the report's correction
     power: float = math.nan  # the power they are for
     pooled_arms: int = 0  # a pooled comparison's arms (zoo/report/pooling.py); 0: Welch on its two arms
+    sequential: Decision | None = None  # with [sequential]: what the looks decided (zoo/report/sequential.py)
 
     @property
     def design(self) -> Design:

@@ -28,6 +28,7 @@ import numpy as np
 
 from zoo.experiment import Experiment
 from zoo.experiment.schema import Finding, TaskEntry
+from zoo.report import decisions
 from zoo.report.analysis import (
     DEVICE_BOUND,
     Analyst,
@@ -233,8 +234,10 @@ def settle(check_: Check, alpha: float) -> Check:
     if c is None:
         return check_
     r = c.result
-    said = (f"Δ {r.difference:+.3g} [{r.ci_low:+.3g}, {r.ci_high:+.3g}], p {fmt_small_p(r.p_value)}, adjusted p "
-            f"{fmt_small_p(r.p_adjusted)}, {r.n_variant} v {r.n_baseline} seeds")
+    tested = (f"adjusted p {fmt_small_p(r.p_adjusted)}" if getattr(c, "sequential", None) is None  # else the looks
+              else f"sequential: {decisions.words(c, short=True)}")
+    said = (f"Δ {r.difference:+.3g} [{r.ci_low:+.3g}, {r.ci_high:+.3g}], p {fmt_small_p(r.p_value)}, {tested}, "
+            f"{r.n_variant} v {r.n_baseline} seeds")
     equivalent = c.equivalence is not None and c.equivalence.equivalent
     if r.verdict in (BETTER, WORSE):
         if finding.kind == "direction":

@@ -166,7 +166,8 @@ def effects(experiment: Experiment, analysis: TaskAnalysis, path: Path) -> Path:
     return save(fig, path)
 
 
-VERDICT_COLORS = {"better": "tab:green", "worse": "tab:red", "equivalent": "tab:blue", "undecided": "dimgrey"}
+VERDICT_COLORS = {"better": "tab:green", "worse": "tab:red", "equivalent": "tab:blue", "undecided": "dimgrey",
+                  "open": "dimgrey"}  # open: a sequential comparison a later look may decide
 
 
 def effects_overview(experiment: Experiment, tasks: list[TaskAnalysis], titles: list[str], path: Path) -> Path:

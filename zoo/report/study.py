@@ -13,6 +13,7 @@ import pandas as pd
 from zoo.experiment import Experiment
 from zoo.experiment.schema import Transfer
 from zoo.report import findings as fnd
+from zoo.report import sequential as seq
 from zoo.report.analysis import Analyst, TaskAnalysis
 from zoo.report.collect import collect, current_floors, load_records
 from zoo.report.equiv import Matrix, equivalence_matrix
@@ -38,11 +39,19 @@ class Report:
     family: int = 0  # difference tests adjusted together (comparisons, findings, interactions)
     equivalence_family: int = 0  # equivalence tests (TOSTs) adjusted together
     failure_family: int = 0
+    sequential: seq.SequentialState | None = None  # with [sequential]: the looks, what they decided, the calls
 
 
 def analyse(experiment: Experiment, records_root: Path) -> Report:
-    """The experiment's analysis from its records, every verdict settled on adjusted p-values."""
-    records = load_records(experiment, records_root)
+    """The experiment's analysis from its records, every verdict settled on adjusted p-values; with [sequential],
+    over the seeds each arm was called for, and its primary verdicts the looks' decisions (zoo/report/sequential.py)."""
+    state = None
+    if experiment.config.sequential is not None:
+        state = seq.read(experiment, records_root)
+        experiment = experiment.with_calls(state.calls())
+        records = seq.called_records(state, experiment)
+    else:
+        records = load_records(experiment, records_root)
     frame = collect(experiment, records)
     floors = current_floors(experiment, Path(records_root))
     analyst = Analyst(experiment, records, frame, floors)
@@ -62,6 +71,9 @@ def analyse(experiment: Experiment, records_root: Path) -> Report:
     report.family, report.equivalence_family, report.placebos = adjust_verdicts(
         tasks, checks, _placebos(report), report.transfers, settings)
     report.failure_family = adjust_instability(tasks, checks, settings)
+    if state is not None:
+        report.sequential = state
+        seq.settle_report(report, state)
     report.checks = [fnd.settle(check, settings.alpha) for check in checks]
     return report
 

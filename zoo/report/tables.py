@@ -13,6 +13,7 @@ import numpy as np
 from zoo import metrics
 from zoo.experiment import Experiment
 from zoo.experiment.schema import TaskEntry
+from zoo.report import decisions
 from zoo.report.analysis import DEVICE_BOUND, Comparison, TaskAnalysis, bounds, detectable_phrase, metric_range
 from zoo.stats import ALPHA, BETTER, FEW, WORSE
 from zoo.stats import outcomes as oc
@@ -135,7 +136,10 @@ def mean_interval(values: list[float], column: str, min_seeds: int, alpha: float
 
 
 def verdict_class(comparison: Comparison) -> str:
-    """The verdict in one word: better, worse, equivalent, undecided, or 'no verdict' (too few seeds)."""
+    """The verdict in one word: better, worse, equivalent, undecided, or 'no verdict' (too few seeds); with
+    [sequential], the looks' decision (also 'open': a later look may decide)."""
+    if comparison.sequential is not None:
+        return decisions.verdict_word(comparison)
     result = comparison.result
     if result.verdict == FEW:
         return "no verdict"
@@ -148,7 +152,9 @@ def verdict_class(comparison: Comparison) -> str:
 
 def verdict_text(comparison: Comparison, min_seeds: int, short: bool = False) -> str:
     """The plain-words verdict of a primary comparison, never stronger than its statistics
-    (`short`: the terminal's version, details left to report.md)."""
+    (`short`: the terminal's version, details left to report.md); with [sequential], the looks' decision."""
+    if comparison.sequential is not None:
+        return decisions.words(comparison, short)
     result = comparison.result
     if short:
         none_of = detectable_phrase(comparison, lambda mde: f"> {fmt(mde, comparison.metric)}")
@@ -247,9 +253,13 @@ def comparison_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[lis
     task, settings = analysis.task, experiment.config.analysis
     metric = label(analysis.primary)
     margin = f"TOST ±{task.margin:g}" if task.margin is not None else "TOST (no margin declared)"
-    header = ["variant", f"Δ {metric} [{ci(settings.alpha)}]", "p", f"adjusted p ({settings.correction})", "verdict",
+    fixed = experiment.config.sequential is not None  # the looks decide: these columns only describe
+    header = ["variant", f"Δ {metric} [{ci(settings.alpha)}" + (", fixed-sample]" if fixed else "]"),
+              "p (fixed-sample, every seed called; not the test)" if fixed else "p",
+              "adjusted p (none: the looks decide)" if fixed else f"adjusted p ({settings.correction})",
+              "verdict (sequential)" if fixed else "verdict",
               "P(better)", "ASO ε_min", "detectable Δ (80% power, at the corrected level)",
-              f"seeds for ±{task.target_effect:g}", margin,
+              f"seeds for ±{task.target_effect:g}", margin + (" (fixed-sample; not the test)" if fixed else ""),
               "sentence-bootstrap p (test set only)"]
     rows = []
     for variant, c in analysis.comparisons.items():
@@ -259,7 +269,8 @@ def comparison_rows(experiment: Experiment, analysis: TaskAnalysis) -> tuple[lis
             adjusted = c.equivalence.p_adjusted
             said = (f"adjusted p {fmt_p(adjusted, settings.alpha)}" if not math.isnan(adjusted)
                     else f"p {fmt_p(c.equivalence.p_value, settings.alpha)}")
-            equivalence = ("equivalent" if c.equivalence.equivalent else "not shown") + f" ({said})"
+            shown = c.equivalence.equivalent if c.sequential is None else c.equivalence.p_value < settings.alpha
+            equivalence = ("equivalent" if shown else "not shown") + f" ({said})"
         sentence = getattr(r, "test_set_only", None)
         rows.append([variant, fmt_effect(r.difference, r.ci_low, r.ci_high, c.metric),
                      fmt_p(r.p_value, settings.alpha), fmt_p(r.p_adjusted, settings.alpha),

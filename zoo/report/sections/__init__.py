@@ -4,6 +4,7 @@ markdown and writes its own plots, so a new section is one file and one line in 
     grid.py             which runs are missing, stale or broken, before any number
     overview.py         every task at a glance (with more than one task)
     task.py             one task: outcomes, quality, the verdicts, its plots
+    sequential.py       (in a task's section) seeds until decided: the design, and what each look decided
     transfers.py        a variant's effect on two tasks
     placebos.py         pairs that measure the noise floor
     equivalence.py      which variants compute the same function

@@ -15,7 +15,7 @@ def findings_section(report: Report) -> list[str]:
         f = c.finding
         published = f" Published: {f.published}." if f.published else ""
         where = f" on `{c.task}`" if c.task != "—" else ""
-        note = interim(report.frame, c.task) if c.task != "—" else ""
+        note = interim(report.frame, c.task, report.sequential is not None) if c.task != "—" else ""
         where += f" (interim: {note})" if note else ""
         lines.append(f"- **{c.outcome}**{where}: “{f.claim}” ({f.source}).{published} "
                      f"Expected: {f.variant} {f.expect} vs {f.against or report.experiment.config.baseline_label}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from zoo.report.collect import STATUSES
+from zoo.report.sections.sequential import called_line
 from zoo.report.study import Report
 from zoo.report.tables import md_text
 
@@ -12,7 +13,8 @@ from zoo.report.tables import md_text
 def grid_status(report: Report) -> list[str]:
     frame = report.frame
     counts = Counter(frame.status)
-    lines = [f"{len(frame)} runs planned: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]) + ".", ""]
+    planned = f"{len(frame)} runs planned" if report.sequential is None else called_line(report)
+    lines = [f"{planned}: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]) + ".", ""]
     problems = frame[~frame.status.isin(["complete", "diverged", "missing"])]
     notes = [f"- `{r.variant} / {r.task} / seed-{r.seed}`: **{r.status}**: {md_text(r.reason)}"
              for r in problems.itertuples()]
@@ -26,12 +28,17 @@ def grid_status(report: Report) -> list[str]:
     return lines
 
 
-def interim(frame, task: str) -> str:
-    """Why the verdicts of a task stopped part-way are interim, said wherever they are shown; "" when complete."""
+def interim(frame, task: str, sequential: bool = False) -> str:
+    """Why the verdicts of a task stopped part-way are interim, said wherever they are shown; "" when complete.
+    With [sequential] the cells are those called so far, and what a look decided stands."""
     of_task = frame[frame.task == task]
     missing = int((of_task.status == "missing").sum())
     if not missing:
         return ""
+    if sequential:
+        return (f"{missing} of the {len(of_task)} cells of `{task}` called so far have no record yet: the decisions "
+                "of the looks made stand, the open comparisons wait for the next look, and the fixed-sample columns "
+                "use the seeds trained so far")
     return (f"{missing} of {len(of_task)} cells of `{task}` have no record yet, so these verdicts use the "
             "seeds trained so far and can change when the declared seeds are in")
 

@@ -49,6 +49,14 @@ def method_section(report: Report) -> list[str]:
         "holds; zoo's simulation of both families' false-discovery rates is in tests/test_inference.py). "
         "'equivalent' needs the adjusted TOST p below alpha. Instability tests form a third family "
         f"({report.failure_family} tests). Every other number is descriptive.",
+        *([] if report.sequential is None else [
+            "- Seeds until decided (`[sequential]`): the primary verdicts are not that family's. Each task's "
+            "comparisons with the baseline are decided look by look, after each round of seeds: a difference by "
+            "the sequential Holm procedure over the task's comparisons at alpha (Maurer & Bretz 2013) with Lan–DeMets "
+            "O'Brien–Fleming levels, an equivalence by TOST at the look's spent one-sided level split over the "
+            "comparisons not yet shown equivalent (zoo/stats/stopping.py), as each task's section sets out; they "
+            "stay in the differences family above only where its size sets the other tests' level (a conservative "
+            "count), and their fixed-sample p-values and intervals over all the seeds called only describe."]),
         f"- No verdict below {settings.min_seeds} trained seeds per arm (per-seed values instead).",
         "- Effect sizes: P(better) = chance that a random seed of the variant beats a random seed of the baseline "
         "(Bouthillier et al. 2021); ASO ε_min = Almost Stochastic Order (Dror et al. 2019) over every run that trained "

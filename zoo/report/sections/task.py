@@ -11,6 +11,7 @@ from zoo.report.analysis import TaskAnalysis
 from zoo.report.collect import curves
 from zoo.report.paths import shown
 from zoo.report.sections.grid import interim
+from zoo.report.sections.sequential import design_lines
 from zoo.report.study import Report
 from zoo.report.tables import (
     ci,
@@ -82,11 +83,12 @@ def task_section(report: Report, analysis: TaskAnalysis, out_dir: Path) -> list[
     if analysis.comparisons:
         lines += [f"### Against {experiment.config.baseline_label} on {label(analysis.primary)}"
                   + ("" if differ else f" at {own}") + " (the verdicts)", ""]
-        note = interim(report.frame, task.key)
+        note = interim(report.frame, task.key, report.sequential is not None)
         if note:
             lines += [f"**Interim:** {note} (see Grid status).", ""]
         if analysis.pooling:
             lines += [f"Seed variance: {analysis.pooling}.", ""]
+        lines += design_lines(report, analysis)  # with [sequential]: the looks, which decide the verdicts
         lines += [md_table(*comparison_rows(experiment, analysis)), "", *confound_lines(report, analysis)]
         lines += [f"Other metrics, descriptive (difference [{ci(settings.alpha)}], no verdicts):", "",
                   md_table(*descriptive_rows(analysis, descriptive_metrics(task), settings.alpha)), ""]
