@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from zoo.api import Study
+from zoo.cli import main
 from zoo.experiment import load_experiment, store
 from zoo.experiment import record as records
 from zoo.report import analyse, build_report
@@ -175,3 +177,34 @@ def test_no_look_before_round_one_is_in_and_only_round_one_is_missing(tmp_path):
     report = analyse(experiment, root)
     assert set(report.frame.seed) == {0, 1, 2} and (report.frame.status == "missing").sum() == 1
     assert {verdict_class(c) for c in report.tasks[0].comparisons.values()} == {"open"}
+
+
+def test_plain_run_trains_the_rounds_begun_and_until_decided_the_next(tmp_path):
+    """After round 1 the plan has called round 2 for every arm (nothing is decided at 3 seeds): plain `zoo run`
+    leaves it alone until one of its cells has a record; `--until-decided` trains it."""
+    values = {variant: seeds[:3] for variant, seeds in VALUES.items()}
+    experiment, root = write(tmp_path, values)
+    study = Study(experiment, out=tmp_path / "out", runs=tmp_path / "runs")
+    assert {seed for _, _, seed in study.called(until_decided=False).grid()} == {0, 1, 2}  # round 1
+    assert {seed for _, _, seed in study.called(until_decided=True).grid()} == set(range(6))
+    records.write(record_path(root, "linear", "copy", 3), fabricated(experiment, "linear", 3, 61))
+    assert {seed for _, _, seed in study.called(until_decided=False).grid()} == set(range(6))
+
+
+def test_the_dry_run_forecasts_the_most_and_the_expected_runs(tmp_path, capsys):
+    values = {variant: seeds[:3] for variant, seeds in VALUES.items()}
+    write(tmp_path, values)
+    args = ["run", str(tmp_path / "seq.toml"), "--out", str(tmp_path / "out"), "--runs", str(tmp_path / "runs")]
+    assert main([*args, "--dry-run", "--until-decided"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "copy: seeds until decided, look 1 of 4 made: 3 open; round 2 called for 3 arms and the baseline; " \
+           "look 2 waits for 12 cells (12 missing)" in said
+    line = said[said.index("copy: 24 runs called so far; at most 48 (every arm to the cap); expected about "):]
+    expected = float(line.split("expected about ")[1].split()[0])
+    assert 24 < expected < 48
+    assert not (tmp_path / "runs").exists()  # a dry run writes nothing
+    plain = Path(tmp_path / "plain")
+    plain.mkdir()
+    write(plain, {variant: [] for variant in VALUES})
+    assert main(["run", str(plain / "seq.toml"), "--out", str(plain / "out"), "--dry-run"]) == 0
+    assert "expected: cannot be estimated before round 1's records are in" in " ".join(capsys.readouterr().out.split())

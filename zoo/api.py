@@ -4,6 +4,7 @@ researcher who would rather stay in a notebook.
     study = zoo.study("experiments/quickstart.toml")   # the experiment file, validated (plugins loaded)
     frame = study.records()                            # results.csv as a DataFrame: one row per grid cell
     study.run(workers=2)                               # train the cells without a current record (`zoo run`)
+    study.run(until_decided=True)                      # [sequential]: rounds of seeds until decided
     table = study.verdicts()                           # the report's verdicts as a DataFrame
     report = study.analyse()                           # everything the report says, as objects
     path = study.report()                              # report.md, results.csv and plots/ (`zoo report`)
@@ -18,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from zoo.experiment import Experiment, load_experiment
+from zoo.experiment import Experiment, ExperimentError, load_experiment
 from zoo.experiment.grid import Part
 from zoo.experiment.store import RECORDS, StoreError
 from zoo.plugins import load_all
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from zoo.experiment.executors import Executor, Results
+    from zoo.report.sequential import SequentialState
     from zoo.report.study import Report
 
 
@@ -60,8 +62,13 @@ class Study:
         where nothing is recorded, 'stale' where the record was made under another definition), the metrics,
         the training cost and the device."""
         from zoo.report.collect import collect, load_records
+        from zoo.report.sequential import called_records
 
-        return collect(self.experiment, load_records(self.experiment, self.records_root))
+        state = self.sequential()
+        if state is None:
+            return collect(self.experiment, load_records(self.experiment, self.records_root))
+        experiment = self.experiment.with_calls(state.calls())  # the cells its plan has called, as the report
+        return collect(experiment, called_records(state, experiment))
 
     def part(self, variants: Sequence[str] | None = None, tasks: Sequence[str] | None = None,
              seeds: Sequence[int] | None = None) -> Part:
@@ -89,22 +96,63 @@ class Study:
     def run(self, *, workers: int = 1, executor: str | Executor = "local", variants: Sequence[str] | None = None,
             tasks: Sequence[str] | None = None, seeds: Sequence[int] | None = None,
             reuse_from: Sequence[str | Path] = (), log_to: str | Path | None = None, live: bool = True,
-            console: Console | None = None, **options: Any) -> Results:
+            console: Console | None = None, until_decided: bool = False, **options: Any) -> Results:
         """Train every cell (or those of `variants`, `tasks`, `seeds`) without a current record, `workers` at a
         time; returns {cell name: (status, reason)}. Records already there are kept, a stopped grid resumes, and
         `reuse_from` names other report folders whose records of a cell's very definition are copied instead.
-        `executor`: a registered executor's name with its `options`, or an executor."""
+        `executor`: a registered executor's name with its `options`, or an executor.
+
+        With [sequential], the cells are those its plan has called for, read from the records (`called`): without
+        `until_decided` the rounds already begun, never a new one; with it, round after round: train the round's
+        cells, make the look, call the next round for the arms still open, until every comparison is decided or
+        at its cap, or a look waits for a cell that did not train (a failure; a part of the grid that leaves cells
+        out). Every round is read from the records again, so an interrupted run resumes where they leave off."""
         from zoo.experiment.owner import check_grid
         from zoo.experiment.runner import run_grid
 
+        self._plan_needed(until_decided)
         part = self.part(variants, tasks, seeds)
         check_grid(self.experiment, self.runs, self.records_root)  # another experiment's store: refused first
         self.floors(part.task_entries(self.experiment), console)
         if isinstance(executor, str) and executor == "local":
             options.setdefault("workers", workers)
-        return run_grid(self.experiment, self.runs, self.records_root, executor=executor, console=console,
-                        live=live, reuse_from=[Path(folder) for folder in reuse_from],
-                        log_to=None if log_to is None else Path(log_to), part=part, **options)
+        results: Results = {}
+        calls = None
+        while True:
+            experiment = self.called(until_decided)
+            if experiment.calls == calls:  # the last round called nothing new: decided, at the cap, or waiting
+                return results
+            calls = experiment.calls
+            results.update(run_grid(experiment, self.runs, self.records_root, executor=executor, console=console,
+                                    live=live, reuse_from=[Path(folder) for folder in reuse_from],
+                                    log_to=None if log_to is None else Path(log_to), part=part, **options))
+            if not until_decided or self.experiment.config.sequential is None:
+                return results
+
+    def sequential(self) -> SequentialState | None:
+        """With [sequential], the design's state read from the records (zoo/report/sequential.py): the looks made,
+        what they decided, each arm's called seeds; None without it."""
+        from zoo.report.sequential import read
+
+        if self.experiment.config.sequential is None:
+            return None
+        return read(self.experiment, self.records_root)
+
+    def called(self, until_decided: bool = False) -> Experiment:
+        """The experiment with the seeds its sequential plan has called each arm for: what `zoo run --until-decided`
+        trains next, or without `until_decided` those of the rounds already begun only (what plain `zoo run`
+        trains); the experiment itself without [sequential] (where `until_decided` is an error)."""
+        self._plan_needed(until_decided)
+        state = self.sequential()
+        if state is None:
+            return self.experiment
+        return self.experiment.with_calls(state.calls(None if until_decided else state.started()))
+
+    def _plan_needed(self, until_decided: bool) -> None:
+        if until_decided and self.experiment.config.sequential is None:
+            raise ExperimentError(f"--until-decided: {self.name} has no [sequential] table; add one to "
+                                  f"{self.experiment.path} (e.g. [sequential] with round_seeds = 5, max_seeds = 30) "
+                                  "to train seeds in rounds until each comparison is decided")
 
     def analyse(self) -> Report:
         """The report's analysis of the records, without writing anything: per task the verdicts, effects and

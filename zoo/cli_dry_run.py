@@ -1,5 +1,6 @@
 """`zoo run --dry-run`: what a grid (or its part) would do per task and the training time it would take, and the
-warnings about this machine that `zoo run` also gives before it trains (zoo.experiment.preflight)."""
+warnings about this machine that `zoo run` also gives before it trains (zoo.experiment.preflight); for a sequential
+experiment, where its design stands and the runs it may still take."""
 
 from __future__ import annotations
 
@@ -75,7 +76,49 @@ def dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: P
             console.print(f"{row.task}: its s/step comes from records made on {', '.join(row.measured_on)}, not on "
                           f"this machine's {row.here}: its hours are what the runs took there, not a forecast for "
                           "this machine.", soft_wrap=True, markup=False)
+    if experiment.config.sequential is not None:
+        from zoo.report.sequential import read
+
+        state = read(experiment, out / RECORDS)
+        for line in [*sequential_lines(state), *forecast_lines(experiment, state)]:
+            console.print(line, soft_wrap=True, markup=False, highlight=False)
     return 0
+
+
+def sequential_lines(state) -> list[str]:
+    """Where each task's seeds-until-decided design stands (zoo/report/sequential.py): one line per task."""
+    if state is None:
+        return []
+    lines = []
+    for key, looks in state.tasks.items():
+        kinds = [d.kind for d in looks.decisions.values()] + ["stopped (the same numbers)"] * len(looks.same)
+        line = (f"{key}: seeds until decided, look {len(looks.looks)} of {state.plan.looks} made: "
+                + (", ".join(f"{kinds.count(kind)} {kind}" for kind in dict.fromkeys(kinds)) or "no comparison yet"))
+        rounds = max(looks.rounds.values())
+        if rounds > len(looks.looks) > 0:
+            line += f"; round {rounds} called for {len(looks.undecided())} arms and the baseline"
+        if looks.waiting:
+            why = [cell.rsplit("(", 1)[1].rstrip(")") for cell in looks.waiting]
+            line += (f"; look {len(looks.looks) + 1} waits for {len(why)} cells ("
+                     + ", ".join(f"{why.count(w)} {w}" for w in dict.fromkeys(why)) + ")")
+        lines.append(line)
+    return lines
+
+
+def forecast_lines(experiment, state) -> list[str]:
+    """The runs a sequential design may still take, per task: called so far, the most (every arm to the cap) and
+    the expected number (zoo/stats/stopping.py, `expected_runs`: the current estimates taken as the truth, 200
+    simulated continuations through the decision rule the runs use)."""
+    from zoo.report.sequential import forecast
+
+    lines = []
+    for row in forecast(experiment, state):
+        expected = (f"expected: cannot be estimated {row.why}" if row.expected is None
+                    else f"expected about {row.expected:.0f} (simulated from the current estimates through the same "
+                    "decision rule, the estimates taken as the truth)")
+        lines.append(f"{row.task}: {row.called} runs called so far; at most {row.most} (every arm to the cap); "
+                     + expected)
+    return lines
 
 
 @dataclass

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from zoo.api import Study, folder
-from zoo.cli_dry_run import dry_run, reuse_folders, warn_about_this_machine
+from zoo.cli_dry_run import dry_run, reuse_folders, sequential_lines, warn_about_this_machine
 from zoo.cli_process import positive_number
 from zoo.config_io import parse_assignments
 from zoo.errors import install_hint
@@ -43,16 +43,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     experiment, runs, out = study.experiment, study.runs, study.out
     part = study.part(args.variants, args.tasks, args.seeds)
     executor = _executor(args)  # an unknown executor or a bad option: said before anything is written
+    called = study.called(args.until_decided)  # with [sequential]: the seeds its plan has called, from the records
     if args.dry_run:
-        return dry_run(experiment, runs, out, args, part)
+        return dry_run(called, runs, out, args, part)
+    if experiment.config.sequential is not None and not args.until_decided:
+        errors.print(f"{experiment.name} trains seeds until decided ([sequential]): plain `zoo run` trains the rounds "
+                     "its plan has called and begun, never a new one; `--until-decided` makes each look and calls the "
+                     "next round", markup=False, highlight=False, soft_wrap=True)
     if args.executor == "local":
         from zoo.experiment.grid import cells, reusable
 
-        grid = reusable(experiment, cells(experiment, runs, out / RECORDS, part=part), reuse_folders(args))
-        warn_about_this_machine(experiment, grid)
+        grid = reusable(called, cells(called, runs, out / RECORDS, part=part), reuse_folders(args))
+        warn_about_this_machine(called, grid)
     results = study.run(executor=executor, variants=args.variants, tasks=args.tasks, seeds=args.seeds,
                         reuse_from=args.reuse_from, log_to=log_destination(args.log_to), live=not args.no_live,
-                        console=errors)
+                        console=errors, until_decided=args.until_decided)
     counts: dict[str, int] = {}
     for state, _ in results.values():
         counts[state] = counts.get(state, 0) + 1
@@ -63,6 +68,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for name, (state, reason) in results.items():
         if state in ("failed", "locked"):
             errors.print(f"  [red]{escape(name)}: {state}[/]: {escape(reason)}")
+    for line in sequential_lines(study.sequential()):
+        errors.print(line, markup=False, highlight=False, soft_wrap=True)
     if args.report:
         cmd_report(args)
     else:
@@ -230,6 +237,10 @@ def add_commands(sub) -> None:
     p.add_argument("--workers", type=int, help="local: worker processes, CPU threads split between them (default 1)")
     p.add_argument("--address", help="ray: address of an existing cluster (default: start a local Ray instance)")
     p.add_argument("--threads", type=int, help="ray: CPUs (and torch threads) per run (default 1)")
+    p.add_argument("--until-decided", action="store_true", help="an experiment with [sequential]: train its rounds "
+                   "of seeds one after another, analysing every comparison after each and giving the next round only "
+                   "to the arms still undecided (and the baseline), until each is decided (better, worse, equivalent) "
+                   "or at its cap; resumes from the records. Without it `zoo run` trains the rounds already begun")
     p.add_argument("--report", action="store_true", help="write the report when the grid is done (zoo report)")
     p.add_argument("--no-live", action="store_true", help="no live grid display (on a terminal) and no line per "
                    "change of a cell's state (in a file)")

@@ -5,7 +5,9 @@ its lock (cell.py), the executors that run the cells (executors.py) and the live
 puts them together: it names the stale cells and the copied ones, then runs the grid with the chosen
 executor in a thread while the view, which reads only the store, refreshes: on a terminal a live table, in a
 log file a line per change of a cell's state. A cell locked by another `zoo run` is left to it at first, then
-waited for at the end.
+waited for at the end. A sequential experiment's grid is the cells its plan has called (`Experiment.with_calls`);
+`zoo run --until-decided` calls `run_grid` once per round (zoo/api.py, `Study.run`), reading the calls from the
+records before each.
 """
 
 from __future__ import annotations
