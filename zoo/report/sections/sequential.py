@@ -30,7 +30,8 @@ def design_lines(report: Report, analysis: TaskAnalysis) -> list[str]:
     first = state.seeds(1)
     text = (f"**Seeds until decided** (`[sequential]`, declared before the runs): round 1 is seeds {first[0]}–"
             f"{first[-1]} of every arm, and each round adds {plan.round_seeds} seeds to the arms still undecided "
-            f"and to the baseline, {baseline}, up to {plan.max_seeds} seeds an arm: {plan.looks} looks, at "
+            f"and to the baseline{'' if baseline == 'baseline' else f' ({baseline})'}, up to {plan.max_seeds} "
+            f"seeds an arm: {plan.looks} looks, at "
             f"{', '.join(map(str, seeds))} seeds an arm (information fractions {_levels(fractions)}). At each "
             "look every comparison still open is made as below, on the seeds each arm was called for. "
             "**Better/worse**: rejected by the sequential Holm procedure (Maurer & Bretz 2013) over this task's "
