@@ -91,11 +91,12 @@ def test_the_readmes_quickstart_paragraph():
 
 
 def test_the_readme_points_to_the_studies_and_what_to_use():
-    said(README, "transfer, and six of the ablations' factors at d_model 256.")
+    said(README, "norm placement and warmup, depth, twelve one-factor ablations, the five writeups, budget transfer, "
+                 "and six factors at d_model 256.")
     scale = experiment("scale")
     assert (ROOT / "reports" / "scale" / "report.md").exists() and scale.specs["baseline"].d_model == 256
     assert len(records("scale")) == len(scale.config.seeds) * len(scale.config.variants) * len(scale.config.tasks)
-    said(README, 'which choices to make ("What to use": at d_model 64, and where d_model 256 answered otherwise)')
+    said(README, "says what they found and what to use (at d_model 64, and where d_model 256 answered otherwise)")
     said(REPORTS, "**What to use, from these numbers.** Each line holds at the scale and budgets it was measured "
                   "at: d_model 64 with 2+2 layers")
     said(REPORTS, "The scale study (`scale/`) trained the lines on positions, embeddings, pre-norm, label smoothing "

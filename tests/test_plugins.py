@@ -8,6 +8,7 @@ import pytest
 from grid_files import ffn_plugin, tiny_experiment
 
 from zoo import plugins
+from zoo.experiment import packing
 from zoo.plugins import PluginError, load, load_all
 from zoo.registry import registry
 
@@ -205,7 +206,8 @@ def _run_plugged_task_and_metric(plugin_file, tmp_path, executor: str, tag: str)
     record = __import__("json").loads((out / "records" / "plugged" / names["task"] / "seed-0.json").read_text())
     assert record["status"] == "complete"
     assert set(record["definition"]["plugins"]) == {"my_components.py", "my_data.py"}
-    assert names["metric"] in record["test"] and names["metric"] in record["sentences"]
+    sentences, _ = packing.unpack(record["packed"])  # a record of format 2 keeps them packed
+    assert names["metric"] in record["test"] and names["metric"] in sentences
     return (out / "report.md").read_text()
 
 
