@@ -104,3 +104,14 @@ def test_the_resolved_studys_state_is_its_records():
     assert not (ROOT / "reports" / "resolved" / "report.md").exists()
     first = min(record.provenance["finished"] for record in made)
     assert first > "2026-11-29T02:11"  # after the commit that declared the study (c2a3efc)
+
+
+def test_the_sequential_benchmark_as_docs_experiments_quotes_it():
+    said(ROOT / "docs" / "experiments.md", "benchmarks/calibration.txt's section 3 simulated an earlier form of the "
+                                           "equivalence split, over the comparisons still open, whose false "
+                                           "\"equivalent\" rate exceeded alpha (0.11)")
+    text = (ROOT / "benchmarks" / "calibration.txt").read_text()
+    row = next(line for line in text[text.index("3a-b. Seeds until decided"):].splitlines()
+               if line.startswith("sequential (5 .. 30)"))
+    false_equivalent = float(row.split()[13])  # the column "any false equivalent, true difference on the margin"
+    assert f"{false_equivalent:.2f}" == "0.11" and false_equivalent > 0.05
