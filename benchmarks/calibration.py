@@ -32,9 +32,8 @@ import numpy as np
 from rich.progress import Progress
 from scipy import stats as scipy_stats
 
-from zoo.report.pooling import equal_spreads
 from zoo.stats.family import benjamini_hochberg, holm
-from zoo.stats.pooled import many_to_one
+from zoo.stats.pooled import equal_spreads, many_to_one
 from zoo.stats.sequential import SequentialPlan, equivalent_at, sequential_holm
 from zoo.stats.welch import welch_arrays
 

@@ -16,7 +16,7 @@ hardly ever rejects (it pooled 99% of simulated 14-arm experiments at a fourfold
 then exceeds alpha when the baseline is the noisiest arm (0.055 at a twofold spread, 0.072 at a fourfold one,
 where Welch stays at 0.016-0.018: benchmarks/calibration.txt, section 1a). Pool where the arms' spreads are
 known to be alike (from earlier studies of the same task), or where the baseline has more seeds than the
-variants (tests/test_pooled.py: 17 baseline seeds bring 0.082 to 0.054).
+variants (zoo/stats/pooled.py: 17 baseline seeds bring 0.082 to 0.054).
 """
 
 from __future__ import annotations
@@ -24,26 +24,12 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from scipy import stats as scipy_stats
-
 from zoo.experiment.schema import Analysis
 from zoo.report.analysis import TaskAnalysis, at_level, higher_is_better
 from zoo.report.noise import term_of
 from zoo.stats import FEW
-from zoo.stats.pooled import many_to_one
+from zoo.stats.pooled import equal_spreads, many_to_one
 from zoo.stats.tost import tost_from
-
-
-def equal_spreads(arms: list[list[float]]) -> float:
-    """Brown-Forsythe's p for equal variances across `arms` (each with 2 seeds or more); NaN where it is undefined
-    (fewer than 2 arms, or every arm constant: nothing to tell apart)."""
-    arms = [a for a in arms if len(a) >= 2]
-    if len(arms) < 2:
-        return math.nan
-    with_spread = [a for a in arms if max(a) > min(a)]
-    if not with_spread:
-        return math.nan
-    return float(scipy_stats.levene(*arms, center="median").pvalue)
 
 
 def pool(analysis: TaskAnalysis, settings: Analysis) -> None:
