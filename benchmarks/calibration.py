@@ -32,9 +32,11 @@ import numpy as np
 from rich.progress import Progress
 from scipy import stats as scipy_stats
 
+from zoo.stats import BETTER
 from zoo.stats.family import benjamini_hochberg, holm
 from zoo.stats.pooled import equal_spreads, many_to_one
-from zoo.stats.sequential import SequentialPlan, equivalent_at, sequential_holm
+from zoo.stats.sequential import SequentialPlan
+from zoo.stats.stopping import EQUIVALENT, Decision, Estimate, decide_look
 from zoo.stats.welch import welch_arrays
 
 ALPHA = 0.05  # every study here declared zoo's default level
@@ -232,38 +234,39 @@ TERM_SD = 0.08  # the resolved study's expected test-set term
 MIX = np.array([0, 0, 0, 0, 0, 0.3, -0.3, 0.3, -0.3, 1.0, -1.0, 1.0, -1.0])
 
 
-def decide(d, se, df, p, plan: SequentialPlan, split: bool = True, margin: float = EFFECT) -> tuple[list, list, int]:
-    """One experiment's seeds until decided. d, se, df, p: (m, looks) Welch + term statistics of each comparison as
-    if it ran to the cap; a comparison only sees its looks while open. At look k: sequential_holm over every look
-    so far (a stopped comparison's p stays in at its looks), then equivalent_at for the open comparisons it did
-    not reject, at the one-sided level of the plan at alpha / (comparisons open at the look; `split=False`: at
-    alpha / m throughout, a diagnostic, not the declared rule). Returns per
-    comparison its difference claim (look, sign) or None and its equivalence look or None, and the baseline's
-    seeds (it trains while any comparison is open)."""
+def decide(d, se, df, p, plan: SequentialPlan, margin: float = EFFECT) -> tuple[list, list, int]:
+    """One experiment's seeds until decided, through zoo.stats.stopping.decide_look (the rule `zoo run
+    --until-decided` and the report apply). d, se, df, p: (m, looks) Welch + term statistics of each comparison as
+    if it ran to the cap; a comparison is analysed at a look only while open. Returns per comparison its
+    difference claim (look, sign) or None and its equivalence look or None, and the baseline's seeds (it trains
+    while any comparison is open)."""
     m, looks = p.shape
-    seen = np.full((m, looks), np.nan)
-    difference, equivalent, last = [None] * m, [None] * m, [0] * m
+    names = [str(i) for i in range(m)]
+    history: list[dict[str, Estimate]] = []
+    decided: dict[str, Decision] = {}
     for k in range(1, looks + 1):
-        open_ = [i for i in range(m) if difference[i] is None and equivalent[i] is None]
+        open_ = [i for i in range(m) if names[i] not in decided]
         if not open_:
-            return difference, equivalent, plan.seeds_at(k - 1)
-        seen[open_, k - 1] = p[open_, k - 1]
-        for i in open_:
-            last[i] = k - 1
-        for i, look in enumerate(sequential_holm(seen[:, :k], plan.fractions(k), plan.alpha)):
-            if look is not None and difference[i] is None:
-                difference[i] = (look, float(np.sign(d[i, last[i]])))  # its sign where last looked at
-        share = plan.alpha / (len(open_) if split else m)
-        level = SequentialPlan(share, plan.round_seeds, plan.max_seeds).equivalence_level_at(k)
-        for i in open_:
-            if difference[i] is None and equivalent_at(d[i, k - 1], se[i, k - 1], df[i, k - 1], margin, level):
-                equivalent[i] = k
-    return difference, equivalent, plan.max_seeds
+            break
+        history.append({names[i]: Estimate(d[i, k - 1], se[i, k - 1], df[i, k - 1], p[i, k - 1]) for i in open_})
+        decided.update(decide_look(plan, history, names, margin, decided))
+    difference, equivalent = [None] * m, [None] * m
+    for i, name in enumerate(names):
+        decision = decided.get(name)
+        if decision is None:
+            continue
+        if decision.kind == EQUIVALENT:
+            equivalent[i] = decision.look
+        else:
+            difference[i] = (decision.look, 1.0 if decision.kind == BETTER else -1.0)
+            if decision.also_equivalent:
+                equivalent[i] = decision.look
+    return difference, equivalent, plan.seeds_at(len(history)) if decided.keys() == set(names) else plan.max_seeds
 
 
 def simulate_plan(rng, experiments: int, truth: np.ndarray, advance) -> dict[str, np.ndarray]:
-    """Each of DESIGNS on the same draws: seeds until decided, the same with the equivalence level not split over
-    the open comparisons, and the fixed 30-seed design (one look, the same rule)."""
+    """Both designs on the same draws: seeds until decided (the resolved plan) and the fixed 30-seed design (one
+    look, the same rule)."""
     m, looks = len(truth), PLAN.looks
     baseline, variants = draw(rng, experiments, SEED_SD ** 2, np.full(m, SEED_SD ** 2), np.full(m, TERM_SD ** 2),
                               truth, PLAN.max_seeds)
@@ -271,14 +274,14 @@ def simulate_plan(rng, experiments: int, truth: np.ndarray, advance) -> dict[str
           for n in (PLAN.seeds_at(k) for k in range(1, looks + 1))]
     d, se, df, p = (np.stack([look[j] for look in at], axis=-1) for j in range(4))  # (E, m, looks)
     fixed = SequentialPlan(ALPHA, PLAN.max_seeds, PLAN.max_seeds)
-    runs = ((PLAN, slice(None), True), (PLAN, slice(None), False), (fixed, slice(looks - 1, None), True))
+    runs = ((PLAN, slice(None)), (fixed, slice(looks - 1, None)))
     out = {key: np.zeros((len(runs), experiments, m)) for key in ("right", "wrong", "equivalent", "undecided",
                                                                    "seeds")}
     out["runs"] = np.zeros((len(runs), experiments))
     for e in range(experiments):
-        for s, (plan, window, split) in enumerate(runs):
+        for s, (plan, window) in enumerate(runs):
             difference, equivalent, base = decide(d[e][:, window], se[e][:, window], df[e][:, window],
-                                                  p[e][:, window], plan, split)
+                                                  p[e][:, window], plan)
             for i in range(m):
                 claim = difference[i]
                 out["right"][s, e, i] = claim is not None and truth[i] != 0 and claim[1] == np.sign(truth[i])
@@ -298,7 +301,7 @@ def sequential_tables(sizes, seed, progress) -> str:
     truths = {"a": np.zeros(13), "b": EFFECT * np.where(np.arange(13) % 2 == 0, 1.0, -1.0), "c": MIX}
     sims = {key: simulate_plan(np.random.default_rng([seed, 3, i]), n, truth, lambda: progress.advance(task))
             for i, (key, truth) in enumerate(truths.items())}
-    designs = ["sequential (5 .. 30)", "sequential, TOST at 0.05/13", "fixed 30 seeds"]
+    designs = ["sequential (5 .. 30)", "fixed 30 seeds"]
     rows = []
     for s, name in enumerate(designs):
         a, b = sims["a"], sims["b"]
@@ -311,12 +314,12 @@ def sequential_tables(sizes, seed, progress) -> str:
                    "v 0.05", "(b) share equivalent", "(b) share found"], rows,
                   ["(a) every true difference 0: any better/worse claim at any look is an error. (b) true "
                    f"differences ±{EFFECT:g} (alternating), on the margin: any 'equivalent' is an error.",
-                   "Better/worse: sequential_holm (O'Brien-Fleming spending, Holm over the 13); equivalent: "
-                   "equivalent_at at the plan's one-sided level for alpha / (comparisons open at the look).",
-                   "'TOST at 0.05/13': the same, with the equivalence level never split over fewer than all 13 "
-                   "(a diagnostic, not the declared rule). The fixed design is the same rule",
-                   "at one look with 30 seeds an arm (Holm at 0.05, TOST at 0.05/13). '(b) share found': better/worse "
-                   "in the true direction."])
+                   "Each look decided by zoo.stats.stopping.decide_look: better/worse by sequential Holm "
+                   "(O'Brien-Fleming spending, over the 13); equivalent by TOST at the plan's one-sided",
+                   "level for alpha / (comparisons not yet shown equivalent). An arm decided better or worse "
+                   "whose TOST held at the same look counts as 'equivalent' too. The fixed design is the same",
+                   "rule at one look with 30 seeds an arm (Holm at 0.05, TOST at 0.05/13). '(b) share found': "
+                   "better/worse in the true direction."])
     c, groups = sims["c"], {"0": MIX == 0, "±0.3": np.abs(MIX) == 0.3, "±1.0": np.abs(MIX) == 1.0}
     rows = []
     for s, name in enumerate(designs):
@@ -326,14 +329,13 @@ def sequential_tables(sizes, seed, progress) -> str:
                          show(rate(c["undecided"][s][:, mask].mean(1))), f"{c['seeds'][s][:, mask].mean():.1f}"])
         rows.append([name, "all 13", "", "", "", show(rate(c["undecided"][s].mean(1))),
                      f"{c['seeds'][s].mean():.1f}"])
-    runs, diagnostic = rate(c["runs"][0]), rate(c["runs"][1])
-    saving = 1 - runs[0] / c["runs"][2].mean()
+    runs = rate(c["runs"][0])
+    saving = 1 - runs[0] / c["runs"][1].mean()
     second = table(f"3c. Seeds until decided, a mix: 5 comparisons at 0, 4 at ±0.3, 4 at ±1.0 BLEU, {n} experiments",
                    ["design", "true difference", "found (right way)", "better/worse wrong", "equivalent",
                     "undecided at the cap", "seeds an arm"], rows,
                    [f"Runs an experiment (14 arms, the baseline trains while any comparison is open): sequential "
-                    f"{runs[0]:.1f} ± {runs[1]:.1f} (TOST at 0.05/13: {diagnostic[0]:.1f} ± {diagnostic[1]:.1f}), "
-                    f"fixed {c['runs'][2].mean():.0f}; expected saving {saving:.1%}.",
+                    f"{runs[0]:.1f} ± {runs[1]:.1f}, fixed {c['runs'][1].mean():.0f}; expected saving {saving:.1%}.",
                     "'better/worse wrong': a claim at a true 0, or in the wrong direction. 'undecided at the cap': "
                     "neither claim after the last look (30 seeds)."])
     return first + "\n" + second
