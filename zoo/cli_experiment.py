@@ -168,7 +168,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from zoo.report import ReportError, analyse
-    from zoo.report.plan import plan_notes, plan_rows
+    from zoo.report.plan import plan_notes, plan_rows, sequential_advice
 
     study = _study(args)
     experiment, out = study.experiment, study.out
@@ -192,8 +192,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for row in rows:
             table.add_row(*(escape(cell) for cell in row))
         console.print(table)
-        for note in plan_notes(analysis):
-            console.print(note, markup=False, highlight=False)
+        for line in plan_notes(analysis) + sequential_advice(experiment, analysis):
+            console.print(line, markup=False, highlight=False)
     return 0
 
 
@@ -301,7 +301,11 @@ def add_commands(sub) -> None:
                        description="From the seed-to-seed spread in EXPERIMENT's records (a pilot run), print per task "
                        "and variant the smallest difference the current seeds can detect and how many seeds per arm "
                        "would detect the task's target effect (its `detect`, else its `margin`, else 1 BLEU / 5 "
-                       "points) with the experiment's power at its alpha.")
+                       "points) with the experiment's power at its alpha. For a task with a `margin` it then "
+                       "recommends the [sequential] settings (seeds until decided): the cap at which every "
+                       "comparison would, with that power, both show equivalence within the margin at a true "
+                       "difference of 0 and detect a difference of the margin; the round size; and the runs the plan "
+                       "is expected to take against the fixed design's.")
     _experiment_arguments(p)
     p.add_argument("--effect", type=positive_number, help="the difference to detect, in the primary metric's units "
                    "(default: each task's target effect)")

@@ -1,8 +1,11 @@
 """`zoo plan`'s table and notes: per comparison, the seeds it has, the spread they show, what the design detects
 now, and how many seeds per arm would detect a given effect (zoo/stats/power.py); formatted like the report's
-tables (tables.py)."""
+tables (tables.py). For a task with a margin, the `[sequential]` settings that would decide its comparisons
+(zoo/stats/sequential_plan.py)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -11,6 +14,7 @@ from zoo.report.analysis import Comparison, TaskAnalysis
 from zoo.report.noise import term_of
 from zoo.report.tables import fmt, fmt_detectable
 from zoo.stats.noise import comparison_noise
+from zoo.stats.sequential_plan import ROUND_SEEDS, Arm, Recommendation, recommend
 
 
 def plan_rows(experiment: Experiment, analysis: TaskAnalysis, effect: float) -> tuple[list[str], list[list[str]]]:
@@ -78,3 +82,62 @@ def plan_notes(analysis: TaskAnalysis) -> list[str]:
                      "rejection needs after the correction, which no outcome of these runs can reach. Train the "
                      "missing seeds (`zoo run --dry-run` lists them); the seeds per arm assume equal arms.")
     return notes
+
+
+def sequential_advice(experiment: Experiment, analysis: TaskAnalysis) -> list[str]:
+    """What `zoo plan` says under a task's table of the `[sequential]` settings that would decide its comparisons
+    (zoo/stats/sequential_plan.py): a TOML snippet to paste, the runs the plan is expected to take against the fixed
+    design at its cap, and which comparison sets the cap. Nothing for a task without a margin (seeds until decided
+    would have no equivalence to stop on) or without comparisons. Each comparison is read through its `design`,
+    what its test sees: the arms' seed spreads and the test-set term. Where the experiment declares
+    [sequential], it says whether the declared cap reaches the recommended one, never advising a change without
+    saying that a plan is declared before its runs."""
+    task, settings = analysis.task, experiment.config.analysis
+    if task.margin is None or not analysis.comparisons:
+        return []
+    declared = experiment.config.sequential
+    designs = {variant: c.design for variant, c in analysis.comparisons.items()}
+    arms = {variant: Arm(d.sd_variant if d.testable else math.nan, d.extra,
+                         analysis.comparisons[variant].result.difference) for variant, d in designs.items()}
+    baseline_sd = next((d.sd_baseline for d in designs.values() if d.testable), math.nan)
+    r = recommend(baseline_sd, arms, task.margin, settings.alpha, settings.power,
+                  declared.round_seeds if declared else ROUND_SEEDS)
+    goal = (f"Seeds until decided, to decide each of the {len(arms)} comparisons on {task.primary_metric} (equivalent "
+            f"within ±{task.margin:g}, or a difference of ±{task.margin:g} found) with {settings.power:.0%} power at "
+            f"alpha {settings.alpha:g}")
+    if r.limiting is None:
+        return [f"{goal}: nothing to size yet, {r.reason}."]
+    if r.max_seeds is None:
+        lines = [f"{goal}: no cap suffices: {r.limiting}: {r.reason}."]
+    elif declared is None:
+        lines = [f"{goal}; declare before the runs:", "[sequential]", f"round_seeds = {r.round_seeds}",
+                 f"max_seeds = {r.max_seeds}", 'spending = "obrien-fleming"']
+        first = list(range(experiment.config.seeds[0], experiment.config.seeds[0] + r.round_seeds))
+        if list(experiment.config.seeds) != first:
+            lines.append(f"With it, the experiment's `seeds` are its first round: seeds = {first}.")
+    else:
+        lines = [f"{goal}, recommended: round_seeds = {r.round_seeds}, max_seeds = {r.max_seeds}."]
+    if r.max_seeds is not None:
+        lines.append(f"Expected runs: {r.expected_null:.0f} if every variant equals the baseline and "
+                     f"{r.expected_observed:.0f} at the observed differences, against {r.fixed_runs} for the fixed "
+                     f"design ({len(arms) + 1} arms x {r.max_seeds} seeds); {r.limiting} sets the cap, needing "
+                     f"{r.needed} seeds an arm at the last look's levels ({r.looks} look{'s' * (r.looks > 1)}).")
+    if r.unsized:
+        lines.append(f"{', '.join(r.unsized)}: fewer than 2 trained seeds an arm, so not sized; the rule has no "
+                     "estimate to decide it on, so it and the baseline go on to the cap.")
+    if declared is not None:
+        lines.append(_declared(declared.round_seeds, declared.max_seeds, r))
+    return lines
+
+
+def _declared(round_seeds: int, max_seeds: int, r: Recommendation) -> str:
+    """Whether the declared cap reaches the recommended one. A plan is declared before its runs (its looks were
+    tested at its levels), so a shortfall is said with what changing it would mean, not as advice to change it."""
+    plan = f"The declared [sequential] (round_seeds = {round_seeds}, max_seeds = {max_seeds})"
+    if r.max_seeds is not None and max_seeds >= r.max_seeds:
+        return f"{plan} reaches the recommended cap."
+    short = (f"is below the recommended cap: {r.limiting} would need {r.needed} seeds an arm"
+             if r.max_seeds is not None else f"cannot decide {r.limiting} ({r.reason})")
+    return (f"{plan} {short}, so it may end undecided at the cap. The plan is declared before the runs: changing it "
+            "once they have started makes the analysis a different one (its looks are tested at the declared plan's "
+            "levels), to be reported as such; the recommendation suits a new experiment.")
