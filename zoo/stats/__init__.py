@@ -11,9 +11,10 @@ Files, by topic:
     tost.py        equivalence within a declared margin (two one-sided tests)
     sequential.py  seeds in rounds until decided: alpha-spending levels per look, their TOST, sequential Holm
     stopping.py    the decision rule applied look by look (which arm stops, how), and the runs it is expected to take
+    sequential_plan.py  which round size and cap to declare for seeds until decided, from a pilot's spreads
     power.py       power, minimum detectable effect, seeds needed
     resample.py    resampling test sentences (the paired bootstrap's draws)
-    corpus.py      corpus metrics (BLEU, chrF) over seeds and test sentences
+    corpus.py      corpus metrics (BLEU, chrF) over seeds and test sentences; any contrast's test-set term
     noise.py       a corpus metric's seed variance split: model, seed x sentence, test-set term; seeds or sentences?
     aso.py         Almost Stochastic Order (ε_min)
     outcomes.py    what happened to the runs: stall rule, failure rates, steps to threshold, curve summaries

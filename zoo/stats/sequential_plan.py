@@ -73,7 +73,7 @@ from scipy import stats as scipy_stats
 from zoo.stats import ALPHA, POWER
 from zoo.stats.power import MAX_SEEDS
 from zoo.stats.sequential import SequentialPlan
-from zoo.stats.stopping import Decision, Estimate, _welch, decide_look
+from zoo.stats.stopping import Decision, Estimate, decide_look, welch_estimate
 
 ROUND_SEEDS = 5  # the candidate round size: docs/experiments.md's example, the size of most pilots
 MIN_ROUND_SEEDS = 3  # the schema's least round_seeds: a look needs 3 seeds an arm for a verdict
@@ -218,7 +218,7 @@ def _expected_runs(plan: SequentialPlan, baseline_sd: float, arms: Mapping[str, 
             for name in still:
                 if arms[name].sized:
                     values[name] = np.concatenate([values[name], rng.normal(truth[name], arms[name].sd, n)])
-            looks.append({name: _welch(baseline, values[name], arms[name].term, True)
+            looks.append({name: welch_estimate(baseline, values[name], arms[name].term, True)
                           for name in still if arms[name].sized})
             decided.update(decide_look(plan, looks, names, margin, decided))
             still = [name for name in still if name not in decided]

@@ -177,7 +177,7 @@ def decide(plan: SequentialPlan, looks: Sequence[Mapping[str, Estimate]], names:
     return out
 
 
-def _welch(base: np.ndarray, other: np.ndarray, term: float, higher_is_better: bool) -> Estimate:
+def welch_estimate(base: np.ndarray, other: np.ndarray, term: float, higher_is_better: bool) -> Estimate:
     """The simulation's stand-in for the report's test: Welch over seeds, with a test-set term added to se²."""
     vb, vv = base.var(ddof=1) / len(base), other.var(ddof=1) / len(other)
     se = math.sqrt(vb + vv + term)
@@ -220,7 +220,7 @@ def expected_runs(plan: SequentialPlan, looks: Sequence[Mapping[str, Estimate]],
             b = np.concatenate([b, rng.normal(base.mean(), base.std(ddof=1), n)])
             for name in still:
                 arm[name] = np.concatenate([arm[name], rng.normal(values[name].mean(), values[name].std(ddof=1), n)])
-            sim_looks.append({name: _welch(b, arm[name], terms.get(name, 0.0), higher) for name in still})
+            sim_looks.append({name: welch_estimate(b, arm[name], terms.get(name, 0.0), higher) for name in still})
             sim_done.update(decide_look(plan, sim_looks, names, margin, sim_done))
             still = [name for name in still if name not in sim_done]
             if not still:
