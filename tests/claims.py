@@ -175,3 +175,27 @@ def check_row(c, effect_cell: str, verdict_cell: str) -> None:
     detectable = re.search(r"> (\d+\.\d+) detectable", verdict_cell)
     if detectable:
         assert float(detectable.group(1)) == round(c.mde, 2)
+
+
+def without_term(transfer) -> dict:
+    """A transfer's interactions as reports computed them until 2026-11-29: Welch over the four arms' per-seed
+    scores with no test-set term (unadjusted; what the prose on the change quotes is adjusted from these)."""
+    from zoo.stats.transfer import compare_interaction
+
+    out = {}
+    for variant, i in transfer.rows.items():
+        (base_a, var_a), (base_b, var_b) = (side.comparisons[variant].per_seed for side in (transfer.first,
+                                                                                          transfer.second))
+        out[variant] = compare_interaction(base_a, var_a, base_b, var_b, margin=i.margin, alpha=i.alpha)
+    return out
+
+
+def family_p(study) -> tuple[list, list]:
+    """A report's differences and equivalences families' raw p-values in the order zoo/report/family.py adjusts
+    them (each comparison and finding test once, then the interactions), without the interactions' own."""
+    tests = list({(c.task, c.variant, c.reference, c.metric): c for c in  # a finding on a task's own test: once
+                  [c for t in study.tasks for c in t.comparisons.values()]
+                  + [k.comparison for k in study.checks if k.comparison is not None]}.values())
+    equivalences = [c.equivalence.p_value for c in tests
+                    if c.equivalence is not None and not np.isnan(c.equivalence.p_value)]
+    return [c.result.p_value for c in tests], equivalences

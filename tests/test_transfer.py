@@ -90,6 +90,44 @@ def test_rank_correlation_of_effects():
     assert math.isnan(rank_correlation(arms([1, 2]), arms([1, 2])).rho)  # fewer than 3 variants
 
 
+@pytest.mark.parametrize("shared", [False, True])
+def test_an_interaction_with_a_test_set_term_is_found_at_most_at_alpha(shared):
+    """Each task's test set moves the variant's effect by its own draw (sd 0.5, shared by every seed of the arm,
+    as a sentence x variant interaction is), so Δ_B − Δ_A carries 2 x 0.25 of variance no seed sees: Welch over
+    the seeds alone rejects far above alpha, the term added keeps it at or below. Where both tasks share the
+    draw (one test set) it cancels, and no term is due."""
+    rng = np.random.default_rng(11)
+    runs, n = 4000, 5
+    groups = [rng.normal(0, 0.3, (runs, n)) for _ in range(4)]
+    draw_a = rng.normal(0, 0.5, (runs, 1))
+    draw_b = draw_a if shared else rng.normal(0, 0.5, (runs, 1))
+    groups[1], groups[3] = groups[1] + draw_a, groups[3] + draw_b
+    with_term = interaction_arrays(*groups, term=0.0 if shared else 2 * 0.25)[3]
+    assert (with_term < ALPHA).mean() <= _monte_carlo_limit(ALPHA, runs)
+    if not shared:
+        assert (interaction_arrays(*groups)[3] < ALPHA).mean() > 3 * ALPHA
+
+
+def test_a_contrast_of_two_arms_has_the_comparisons_own_term():
+    """contrast_term over (baseline, variant) with signs (−1, +1) is compare_corpus's test-set term, bit for bit
+    in its resamples: one rule for a comparison and for the interactions built from comparisons."""
+    from zoo.report.noise import sentence_term
+    from zoo.stats.corpus import compare_corpus, contrast_term
+
+    rng = np.random.default_rng(3)
+    chance = rng.uniform(0.2, 0.8, 500)
+    lift = rng.normal(0, 0.2, 500)  # the variant's sentence x variant interaction: a real term
+    def arm(shift):
+        return [(rng.random(500) < np.clip(chance + shift, 0, 1)).astype(float)[:, None] for _ in range(4)]
+    base, variant = arm(0), arm(lift)
+    def score(totals):
+        return 100 * totals[..., 0] / 500
+    c = compare_corpus(base, variant, score, vectorised=True)
+    term = contrast_term([base, variant], (-1.0, 1.0), score, vectorised=True)
+    assert term == pytest.approx(sentence_term(c.se_sentences, c.se_within), rel=1e-9) and term > 0
+    assert math.isnan(contrast_term([base[:1], variant], (-1.0, 1.0), score, vectorised=True))
+
+
 TWO_BUDGETS = """
 name = "fake-transfer"
 seeds = [0, 1, 2, 3, 4]
@@ -236,3 +274,52 @@ def test_experiments_that_refer_to_each_other_in_a_circle_are_one_error(tmp_path
                                                             f'experiment = "{other}.toml"\n'))
     with pytest.raises(ExperimentError, match="cannot refer to each other in a circle"):
         load_experiment(tmp_path / "a.toml")
+
+
+SENTENCES, SIGMA_G, TWO_TASKS_SEEDS = 2000, 0.15, 8
+
+
+def test_an_interactions_term_is_the_sentences_that_move_the_effect_differently_on_the_two_tasks(tmp_path):
+    """Exact match per sentence, sentence i right with probability p_i (+ g_i where the variant interacts). `alike`
+    interacts with the same sentences on both tasks (g on A and on B): its comparisons each carry a term of about
+    100² var(g) / N, but the interaction's cancels. `flips` has g on A and −g on B: the contrast holds 2g, a term
+    of about 4 x that. Summing the comparisons' terms would get the first wrong by 2x, the second by half."""
+    from zoo.experiment import load_experiment
+    from zoo.experiment import record as records
+    from zoo.report import analyse
+    from zoo.report.collect import record_path
+    from zoo.report.growth import fabricated
+    from zoo.report.noise import term_of
+
+    text = (TWO_BUDGETS.replace("seeds = [0, 1, 2, 3, 4]", f"seeds = {list(range(TWO_TASKS_SEEDS))}")
+            .replace('label = "prenorm"', 'label = "alike"').replace('label = "gelu"', 'label = "flips"'))
+    path = tmp_path / "two.toml"
+    path.write_text(text)
+    experiment = load_experiment(path)
+    rng = np.random.default_rng(5)
+    p, g = rng.uniform(0.3, 0.7, SENTENCES), rng.normal(0, SIGMA_G, SENTENCES)
+    g -= g.mean()
+    lift = {("linear", 0): 0, ("linear", 1): 0, ("alike", 0): g, ("alike", 1): g, ("flips", 0): g, ("flips", 1): -g}
+    root = tmp_path / "out" / "records"
+    for (variant, task_index), shift in lift.items():
+        key = experiment.config.tasks[task_index].key
+        for seed in range(TWO_TASKS_SEEDS):
+            right = (rng.random(SENTENCES) < np.clip(p + rng.normal(0, 0.01) + shift, 0, 1)).astype(int)
+            record = fabricated(experiment, variant, seed, 100 * right.mean(), task_index=task_index,
+                                steps=(400, 800)[task_index], sentences=SENTENCES)
+            record = record.model_copy(update={"sentences": {"exact_match": records.packed_rows(right.tolist())},
+                                               "test": {**record.test, "exact_match": 100 * float(right.mean())}})
+            records.write(record_path(root, variant, key, seed), record)
+    report = analyse(experiment, root)
+    (transfer,) = report.transfers
+    truth = 100 ** 2 * SIGMA_G ** 2 / SENTENCES
+    first, second = report.tasks
+    for variant in ("alike", "flips"):  # each comparison carries the interaction with its sentences
+        assert term_of(first.comparisons[variant]) == pytest.approx(truth, rel=0.35)
+        assert term_of(second.comparisons[variant]) == pytest.approx(truth, rel=0.35)
+    alike, flips = transfer.rows["alike"], transfer.rows["flips"]
+    assert alike.term < truth / 4
+    assert flips.term == pytest.approx(4 * truth, rel=0.35)
+    seeds_part = sum(np.var(v, ddof=1) / len(v) for c in (first.comparisons["flips"], second.comparisons["flips"])
+                     for v in c.per_seed)
+    assert flips.se ** 2 == pytest.approx(seeds_part + flips.term, rel=1e-9)

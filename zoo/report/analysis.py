@@ -20,6 +20,7 @@ Verdicts are only given after p-values are adjusted over the report's whole fami
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -169,6 +170,10 @@ class TaskAnalysis:
     below_floor: str = ""  # why the task gets no verdicts: its baseline does not clear a trivial floor
     noise: dict[str, NoiseSplit] = field(default_factory=dict)  # arm -> its seed variance split (zoo/report/noise.py)
     pooling: str = ""  # how the comparisons' seed variance was estimated, where the experiment pools (pooling.py)
+    # arm -> the per-sentence statistics of the primary metric, one (N, K) array per trained seed in seed order (the
+    # seeds its comparison's per-seed values come from), or None for a per-seed metric: what a transfer's
+    # interaction resamples (zoo/report/transfer.py)
+    sentences: Callable[[str], list[np.ndarray] | None] = lambda arm: None
 
 
 class Analyst:
@@ -273,12 +278,9 @@ class Analyst:
         over those that trained on it (how a DEVICE_BOUND column is compared)."""
         higher = higher_is_better(metric)
         alpha, min_seeds = self.settings.alpha, self.settings.min_seeds
-        seeds_r, seeds_v = self.trained(task, reference, device), self.trained(task, variant, device)
-        stats_r = [sentence_stats(self.records, reference, task.key, s, metric) for s in seeds_r]
-        stats_v = [sentence_stats(self.records, variant, task.key, s, metric) for s in seeds_v]
+        stats_r, stats_v = (self.sentences(task, arm, metric, device) for arm in (reference, variant))
         scorer = metrics.find(metric)
-        use_corpus = scorer is not None and scorer.sentence_level and stats_r and stats_v \
-            and all(x is not None for x in stats_r + stats_v)
+        use_corpus = scorer is not None and scorer.sentence_level and stats_r is not None and stats_v is not None
         if use_corpus:
             result = compare_corpus(stats_r, stats_v, scorer.from_totals, higher_is_better=higher,
                                     vectorised=scorer.vectorised,
@@ -300,6 +302,12 @@ class Analyst:
                                 if enough else math.nan,
                                 math.nan, None, equivalence, (tuple(base), tuple(other)))
         return at_level(comparison, alpha, task.target_effect if primary else math.nan, self.settings.power)
+
+    def sentences(self, task: TaskEntry, arm: str, metric: str, device: str | None = None) -> list[np.ndarray] | None:
+        """The per-sentence statistics of `metric` for each trained seed of `arm` (on `device`, if given), in seed
+        order, or None where there is no seed or any record has none (a per-seed metric)."""
+        stats = [sentence_stats(self.records, arm, task.key, s, metric) for s in self.trained(task, arm, device)]
+        return stats if stats and all(x is not None for x in stats) else None
 
     def below_floor(self, task: TaskEntry, floors: dict[str, float] | None) -> str:
         """Why `task` gets no verdicts, or '': its baseline's mean test primary metric over trained seeds does not
@@ -323,7 +331,8 @@ class Analyst:
         labels = self.labels
         analysis = TaskAnalysis(task, task.primary_metric,
                                 {v: {s: self.outcome(v, task, s) for s in self.experiment.seeds_of(v, task.key)}
-                                 for v in labels}, self.collapse(task))
+                                 for v in labels}, self.collapse(task),
+                                sentences=lambda arm: self.sentences(task, arm, task.primary_metric))
         floor = self.floors.get(task.key)
         if floor is not None:
             analysis.floors = {name: float(system["test"][task.primary_metric])

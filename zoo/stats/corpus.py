@@ -211,6 +211,27 @@ def compare_corpus(baseline: Sequence[np.ndarray], variant: Sequence[np.ndarray]
                             p_adjusted=p, verdict=verdict(d, p, higher_is_better, alpha))
 
 
+def contrast_term(arms: Sequence[Sequence[np.ndarray]], signs: Sequence[float], score: Callable, *,
+                  vectorised: bool = False, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> float:
+    """The test-set variance of a contrast Σ sign_g · (mean corpus score of arm g) over arms scored on ONE test set
+    (the same sentences, in order), beyond the sentence noise their per-seed scores already carry: compare_corpus's
+    `sentence_part` for any contrast. A transfer's interaction Δ_B − Δ_A is the signs (+1, −1, −1, +1) over
+    (variant on B, baseline on B, variant on A, baseline on A): one paired bootstrap over the sentences for all
+    four arms, so a sentence that favours the variant on both tasks cancels in it as it does in the truth.
+    `arms`: per arm one (N, K) array of per-sentence statistics per seed. NaN where an arm has fewer than 2 seeds
+    (its own sentence noise cannot be told from what its seeds share)."""
+    systems = [stats for arm in arms for stats in arm]
+    sentences = _check(systems, [])
+    if min(map(len, arms)) < 2 or not sentences:
+        return math.nan
+    _, boot = resampled_scores(systems, score, resample_counts(sentences, resamples, seed), vectorised)  # (R, S)
+    edges = np.cumsum([0, *map(len, arms)])
+    parts = [boot[:, start:end] for start, end in zip(edges, edges[1:])]  # per arm (R, n_g)
+    contrast = sum(sign * part.mean(1) for sign, part in zip(signs, parts))  # (R,)
+    within = sum(sign ** 2 * seed_sentence_variance(part) / part.shape[1] for sign, part in zip(signs, parts))
+    return max(0.0, float(contrast.var(ddof=1)) - within)
+
+
 def corpus_tost(comparison: CorpusComparison, margin: float) -> Equivalence:
     """TOST (Schuirmann 1987) on the combined seed + sentence standard error and its df."""
     return tost_from(comparison.difference, comparison.se, comparison.df, margin, comparison.alpha,

@@ -5,11 +5,15 @@ another corpus)? The same variants, trained on two tasks with the same seeds, gi
 
 and the question is the interaction Δ_B − Δ_A (a difference of differences over four independent
 groups of runs; a seed of one budget is a different run from the same seed at the other budget).
-Its standard error is √(Σ s²/n) over the four groups, its df Welch–Satterthwaite's generalised to
-four groups, and the test is two-sided t (simulated through these functions in tests/test_transfer.py:
-null rate <= alpha at 5 v 5 v 5 v 5 and at unequal spreads). The interaction joins the report's
-family of tests and is adjusted with it; so is its TOST at the task's margin ("the effect is the same
-on both tasks within ±margin"). The verdict per variant:
+Its variance is Σ s²/n over the four groups plus, for a corpus metric, the test-set term T that the
+comparisons it subtracts carry too (corpus.contrast_term: the paired sentence bootstrap of the contrast
+over all four arms where both tasks score one test set, beyond the sentence noise the per-seed scores
+already hold; the sum of the two comparisons' terms where they score different sets). Its df is
+Welch–Satterthwaite's generalised to four groups (of the seed part: T is estimated from a thousand
+resamples, not from seeds), and the test is two-sided t (simulated through these functions in
+tests/test_transfer.py: null rate <= alpha at 5 v 5 v 5 v 5, at unequal spreads, and with a term).
+The interaction joins the report's family of tests and is adjusted with it; so is its TOST at the
+task's margin ("the effect is the same on both tasks within ±margin"). The verdict per variant:
 
     changes            the interaction is significant after the report's correction
     holds within ±m    the interaction is shown to lie within ±margin (TOST, adjusted likewise)
@@ -34,16 +38,18 @@ HOLDS, CHANGES, UNDETERMINED, FEW = "holds", "changes", "undetermined", "too few
 
 
 def interaction_arrays(baseline_a: np.ndarray, variant_a: np.ndarray, baseline_b: np.ndarray,
-                       variant_b: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(Δ_B − Δ_A, se, df, p) along the last axis, vectorised over leading axes (many experiments at once)."""
+                       variant_b: np.ndarray, term: float | np.ndarray = 0.0) -> tuple[np.ndarray, ...]:
+    """(Δ_B − Δ_A, se, df, p) along the last axis, vectorised over leading axes (many experiments at once);
+    `term`: the test-set variance added to the seeds' (broadcast against the leading axes)."""
     groups = (baseline_a, variant_a, baseline_b, variant_b)
     signs = (1.0, -1.0, -1.0, 1.0)  # (v_b − b_b) − (v_a − b_a)
     estimate = sum(sign * g.mean(-1) for sign, g in zip(signs, groups))
     parts = [g.var(-1, ddof=1) / g.shape[-1] for g in groups]
-    variance = sum(parts)
+    seeds = sum(parts)
     with np.errstate(divide="ignore", invalid="ignore"):
-        df = variance ** 2 / sum(part ** 2 / (g.shape[-1] - 1) for part, g in zip(parts, groups))
-        se = np.sqrt(variance)
+        df = np.where(seeds > 0, seeds ** 2 / sum(part ** 2 / (g.shape[-1] - 1) for part, g in zip(parts, groups)),
+                      np.inf)  # constant seeds: only the term is uncertain, and it is not a seed estimate
+        se = np.sqrt(seeds + term)
         p = 2 * scipy_stats.t.sf(np.abs(estimate / se), df)
     return estimate, se, df, p
 
@@ -66,6 +72,7 @@ class Interaction:
     tost_adjusted: float
     alpha: float
     verdict: str
+    term: float = math.nan  # the test-set variance within se² (module docstring); NaN: none (a per-seed metric)
 
 
 def _verdict(p_adjusted: float, tost_adjusted: float, alpha: float) -> str:
@@ -78,9 +85,10 @@ def _verdict(p_adjusted: float, tost_adjusted: float, alpha: float) -> str:
 
 def compare_interaction(baseline_a: Sequence[float], variant_a: Sequence[float], baseline_b: Sequence[float],
                         variant_b: Sequence[float], *, margin: float | None, alpha: float,
-                        min_seeds: int = 2) -> Interaction:
+                        min_seeds: int = 2, term: float = math.nan) -> Interaction:
     """Δ_B − Δ_A with its (1 − alpha) interval, two-sided p, and the TOST within ±margin (NaN dropped; no TOST,
-    a NaN p that no family counts, without a margin: equivalence needs a bound to be shown within)."""
+    a NaN p that no family counts, without a margin: equivalence needs a bound to be shown within). `term`: the
+    test-set variance of the contrast (module docstring; NaN: none, a per-seed metric, whose seeds carry it all)."""
     groups = [np.asarray([v for v in g if v is not None and not math.isnan(v)], dtype=float)
               for g in (baseline_a, variant_a, baseline_b, variant_b)]
     effect_a = float(groups[1].mean() - groups[0].mean()) if min(map(len, groups[:2])) else math.nan
@@ -89,7 +97,7 @@ def compare_interaction(baseline_a: Sequence[float], variant_a: Sequence[float],
     if min(len(g) for g in groups) < max(min_seeds, 2):
         return Interaction(effect_a, effect_b, effect_b - effect_a, nan, nan, nan, nan, nan, nan, margin, nan, nan,
                            alpha, FEW)
-    difference, se, df, p = (float(x) for x in interaction_arrays(*groups))
+    difference, se, df, p = (float(x) for x in interaction_arrays(*groups, term=0.0 if math.isnan(term) else term))
     if se == 0:  # every group constant: the interaction is exact
         p, half = (1.0 if difference == 0 else 0.0), 0.0
         tost_p = nan if margin is None else (0.0 if abs(difference) < margin else 1.0)
@@ -98,7 +106,7 @@ def compare_interaction(baseline_a: Sequence[float], variant_a: Sequence[float],
         tost_p = nan if margin is None else max(float(scipy_stats.t.sf((difference + margin) / se, df)),
                                                 float(scipy_stats.t.cdf((difference - margin) / se, df)))
     return Interaction(effect_a, effect_b, difference, difference - half, difference + half, se, df, p, p, margin,
-                       tost_p, tost_p, alpha, _verdict(p, tost_p, alpha))
+                       tost_p, tost_p, alpha, _verdict(p, tost_p, alpha), term)
 
 
 def adjusted(interaction: Interaction, p_adjusted: float, tost_adjusted: float) -> Interaction:

@@ -46,7 +46,9 @@ def method_section(report: Report) -> list[str]:
         f"p-values are adjusted by {correction} at alpha {settings.alpha:g} on their own: a difference test and its "
         "own TOST are negatively dependent, which voids Benjamini–Hochberg's guarantee in one family holding both, "
         "while within each family the tests share the baseline's seeds (a positive dependence, under which it "
-        "holds; zoo's simulation of both families' false-discovery rates is in tests/test_inference.py). "
+        "holds; both families' false-discovery rates are simulated in tests/test_inference.py, and test for test "
+        "at the families of zoo's studies that declare Benjamini–Hochberg, comparisons between variants and "
+        "transfer interactions with their test-set terms included, in tests/test_family_designs.py). "
         "'equivalent' needs the adjusted TOST p below alpha. Instability tests form a third family "
         f"({report.failure_family} tests). Every other number is descriptive.",
         *([] if report.sequential is None else [

@@ -10,7 +10,7 @@ from pathlib import Path
 from zoo.experiment.schema import Analysis as AnalysisConfig
 from zoo.report.plots import file_stem, plt, save
 from zoo.report.study import Report
-from zoo.report.tables import ci, fmt_effect, fmt_p, label, md_table, verdict_class, verdict_text
+from zoo.report.tables import ci, fmt, fmt_effect, fmt_p, label, md_table, verdict_class, verdict_text
 from zoo.report.transfer import TransferAnalysis
 from zoo.stats import ALPHA
 from zoo.stats.transfer import CHANGES, HOLDS, Interaction
@@ -43,7 +43,7 @@ def transfer_rows(analysis: TransferAnalysis, settings: AnalysisConfig) -> tuple
     a, b = analysis.names
     metric = analysis.first.primary
     header = ["variant", f"Δ on {a} [CI]", f"verdict on {a}", f"Δ on {b} [CI]", f"verdict on {b}",
-              f"Δ({b}) − Δ({a}) [CI]", "p", "adjusted p", "TOST p (adjusted)", "transfer", "verdicts"]
+              f"Δ({b}) − Δ({a}) [CI]", "test-set sd", "p", "adjusted p", "TOST p (adjusted)", "transfer", "verdicts"]
     rows = []
     for variant, i in analysis.rows.items():
         first, second = analysis.first.comparisons[variant], analysis.second.comparisons[variant]
@@ -52,6 +52,7 @@ def transfer_rows(analysis: TransferAnalysis, settings: AnalysisConfig) -> tuple
                      fmt_effect(second.result.difference, second.result.ci_low, second.result.ci_high, metric),
                      verdict_text(second, settings.min_seeds, short=True),
                      fmt_effect(i.difference, i.ci_low, i.ci_high, metric),
+                     "—" if math.isnan(i.term) else fmt(math.sqrt(i.term)),
                      fmt_p(i.p_value, settings.alpha), fmt_p(i.p_adjusted, settings.alpha),
                      fmt_p(i.tost_adjusted, settings.alpha), _transfer_verdict(i),
                      _verdicts(verdict_class(first), verdict_class(second))])
@@ -107,8 +108,9 @@ def transfer_section(analyses: list[TransferAnalysis], experiment_name: str, set
                 "with no TOST: neither task declares a margin, and equivalence cannot be shown without one. "
                 "**changes**: the interaction is significant; ")
         lines += ["Each variant's effect against the baseline on both tasks (each task's own comparison), and the "
-                  f"interaction Δ({b}) − Δ({a}): Welch over the four arms' per-seed scores (one test set for all four, "
-                  "so no sentence variance is added), two-sided, adjusted by "
+                  f"interaction Δ({b}) − Δ({a}): Welch over the four arms' per-seed scores plus, for a corpus metric, "
+                  "the test-set variance of the contrast (**test-set sd**: a paired sentence bootstrap over the four "
+                  "arms where both tasks score one test set, as each comparison adds its own), two-sided, adjusted by "
                   f"the report's correction ({settings.correction}) with its other tests, {tost}"
                   "undetermined: neither (the interval says how large a change the data allow). **verdicts**: "
                   "each task's own verdict, in one word, compared; the effect can change size under the same "
