@@ -36,7 +36,7 @@ from zoo.stats import BETTER
 from zoo.stats.family import benjamini_hochberg, holm
 from zoo.stats.pooled import equal_spreads, many_to_one
 from zoo.stats.sequential import SequentialPlan
-from zoo.stats.stopping import EQUIVALENT, Decision, Estimate, decide_look
+from zoo.stats.stopping import EQUIVALENT, Estimate, decide_ahead
 from zoo.stats.welch import welch_arrays
 
 ALPHA = 0.05  # every study here declared zoo's default level
@@ -235,21 +235,14 @@ MIX = np.array([0, 0, 0, 0, 0, 0.3, -0.3, 0.3, -0.3, 1.0, -1.0, 1.0, -1.0])
 
 
 def decide(d, se, df, p, plan: SequentialPlan, margin: float = EFFECT) -> tuple[list, list, int]:
-    """One experiment's seeds until decided, through zoo.stats.stopping.decide_look (the rule `zoo run
-    --until-decided` and the report apply). d, se, df, p: (m, looks) Welch + term statistics of each comparison as
-    if it ran to the cap; a comparison is analysed at a look only while open. Returns per comparison its
-    difference claim (look, sign) or None and its equivalence look or None, and the baseline's seeds (it trains
-    while any comparison is open)."""
+    """One experiment's seeds until decided, through zoo.stats.stopping.decide_ahead (decide_look at each look,
+    the rule `zoo run --until-decided` and the report apply). d, se, df, p: (m, looks) Welch + term statistics of
+    each comparison as if it ran to the cap. Returns per comparison its difference claim (look, sign) or None
+    and its equivalence look or None, and the baseline's seeds (it trains while any comparison is open)."""
     m, looks = p.shape
     names = [str(i) for i in range(m)]
-    history: list[dict[str, Estimate]] = []
-    decided: dict[str, Decision] = {}
-    for k in range(1, looks + 1):
-        open_ = [i for i in range(m) if names[i] not in decided]
-        if not open_:
-            break
-        history.append({names[i]: Estimate(d[i, k - 1], se[i, k - 1], df[i, k - 1], p[i, k - 1]) for i in open_})
-        decided.update(decide_look(plan, history, names, margin, decided))
+    estimates = [{names[i]: Estimate(d[i, k], se[i, k], df[i, k], p[i, k]) for i in range(m)} for k in range(looks)]
+    decided, made = decide_ahead(plan, estimates, names, margin)
     difference, equivalent = [None] * m, [None] * m
     for i, name in enumerate(names):
         decision = decided.get(name)
@@ -261,7 +254,7 @@ def decide(d, se, df, p, plan: SequentialPlan, margin: float = EFFECT) -> tuple[
             difference[i] = (decision.look, 1.0 if decision.kind == BETTER else -1.0)
             if decision.also_equivalent:
                 equivalent[i] = decision.look
-    return difference, equivalent, plan.seeds_at(len(history)) if decided.keys() == set(names) else plan.max_seeds
+    return difference, equivalent, plan.seeds_at(made) if len(decided) == m else plan.max_seeds
 
 
 def simulate_plan(rng, experiments: int, truth: np.ndarray, advance) -> dict[str, np.ndarray]:

@@ -39,6 +39,7 @@ is its own design (each task's arms stop on their own).
     Estimate                         one comparison at one look: difference, se, df, two-sided p, direction
     Decision                         what a comparison's looks decided, and on which numbers
     decide_look(...)                 the decisions one more look adds
+    decide_ahead(...)                a whole design on every look's statistics drawn ahead (simulations)
     decide(plan, looks, names, margin)   every comparison's decision after the looks made
     expected_runs(...)               the runs a design is expected to take, by simulation through decide_look
 """
@@ -175,6 +176,23 @@ def decide(plan: SequentialPlan, looks: Sequence[Mapping[str, Estimate]], names:
         eq_level = _equivalence_level(plan, k, len(names) - shown, margin, spending)
         out[name] = Decision(kind, k, now, now.p, level, k, eq_level, plan.seeds_at(k), plan.max_seeds)
     return out
+
+
+def decide_ahead(plan: SequentialPlan, estimates: Sequence[Mapping[str, Estimate]], names: Sequence[str],
+                 margin: float | None, spending: Spending = obrien_fleming_spending) -> tuple[dict[str, Decision], int]:
+    """A whole sequential design on statistics drawn ahead for every look, as a simulation has them:
+    `estimates[k - 1][name]` is the comparison's estimate at look k as if its arm trained to the cap. Look k
+    analyses only the comparisons still open, with `decide_look`, as the runs do. Returns the decisions and the
+    looks made (the baseline trains while any comparison is open)."""
+    decided: dict[str, Decision] = {}
+    history: list[dict[str, Estimate]] = []
+    for look in estimates[:plan.looks]:
+        open_ = [name for name in names if name not in decided]
+        if not open_:
+            break
+        history.append({name: look[name] for name in open_})
+        decided.update(decide_look(plan, history, names, margin, decided, spending))
+    return decided, len(history)
 
 
 def welch_estimate(base: np.ndarray, other: np.ndarray, term: float, higher_is_better: bool) -> Estimate:
