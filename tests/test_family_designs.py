@@ -149,3 +149,20 @@ def test_benjamini_hochberg_keeps_both_families_false_discovery_rates_at_the_stu
     assert np.mean(false_differences) <= limit and np.mean(false_equivalences) <= limit
     if mixed:
         assert found / RUNS > 1  # discoveries for the false ones to hide among
+
+
+def test_every_study_that_declares_benjamini_hochberg_is_simulated_at_its_reports_family_size():
+    """docs/reading-reports.md: each committed study that declares Benjamini–Hochberg is simulated here, test for
+    test. A new one without a design here fails this, as does a report whose family grew."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    declared = {path.stem for path in (root / "experiments").glob("*.toml")
+                if tomllib.loads(path.read_text()).get("analysis", {}).get("correction") == "benjamini-hochberg"}
+    assert declared == set(STUDIES)
+    for name, study in STUDIES.items():
+        text = (root / "reports" / name / "report.md").read_text()
+        size = int(re.search(r"the differences family \((\d+) tests\)", text).group(1))
+        assert size == len(study.comparisons) + len(study.interactions), name
