@@ -286,9 +286,26 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Version(argparse.Action):
+    """--version: zoo's version and commit beside torch's version and build (CPU or CUDA), so a user sees which
+    torch setup.sh left them; torch is imported only when asked."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import torch
+
+        from zoo.experiment.record import zoo_commit
+
+        build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU"
+        print(f"zoo {__version__} ({zoo_commit()}), torch {torch.__version__} ({build} build)")
+        parser.exit()
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="zoo", description="A Transformer component zoo for variant comparison.")
-    top.add_argument("--version", action="version", version=f"zoo {__version__}")
+    top.add_argument("--version", action=_Version, help="zoo's version and commit, and torch's version and build")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("list", help="list registered components, presets, tasks, metrics and executors",

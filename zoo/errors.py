@@ -2,14 +2,25 @@
 
 import difflib
 
-#: The distribution's name on PyPI and in `pip show`: `zoo` there is an unrelated RPC framework, so the
-#: package is published under its own name; the import name and the `zoo` command stay `zoo`.
+#: The distribution's name in `pip show` (`zoo` on PyPI is an unrelated RPC framework); the import name and the
+#: `zoo` command stay `zoo`. It installs from a clone or a wheel built there, not from PyPI.
 DISTRIBUTION = "transformer-zoo"
 
 
 def install_hint(extra: str) -> str:
-    """How to install an optional extra, from a clone and from PyPI (one line for error messages)."""
-    return f"pip install -e '.[{extra}]' in a clone, or pip install '{DISTRIBUTION}[{extra}]'"
+    """How to install an optional extra (one line for error messages): its packages, read from the installed
+    distribution's metadata (a wheel installed away from the clone has no '.[extra]' to point at), and the
+    clone's form."""
+    from importlib import metadata
+
+    try:
+        requires = metadata.requires(DISTRIBUTION) or []
+    except metadata.PackageNotFoundError:
+        requires = []
+    marker = f'extra == "{extra}"'
+    packages = [r.split(";")[0].strip() for r in requires if marker in r.replace("'", '"')]
+    clone = f"pip install '.[{extra}]' in zoo's clone"
+    return f"pip install {' '.join(repr(p) for p in packages)} (or {clone})" if packages else clone
 
 
 PLUGIN_HINT = ("a name from a plugin needs the plugin loaded: --plugin, $ZOO_PLUGINS or an installed package's "

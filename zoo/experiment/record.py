@@ -125,11 +125,22 @@ def zoo_commit() -> str:
     """The git commit of the zoo source in use, or 'unknown'. '+dirty' when the code itself (zoo/,
     registry/, pyproject.toml) has uncommitted changes; records and reports being written beside it
     do not count, or every report made in a checkout would call its own code dirty. Code copied without
-    its git folder (a container, a rented GPU machine) has no commit to look up: $ZOO_COMMIT declares it."""
+    its git folder (a container, a rented GPU machine) has no commit to look up: $ZOO_COMMIT declares it.
+    A plain (non-editable) install runs from site-packages, which is no checkout: the clone pip installed it
+    from (its direct_url.json) is then asked, marked '+installed' since the clone may have moved on since."""
     declared = os.environ.get(COMMIT_ENV, "").strip()
     if declared:
         return declared
-    source = Path(__file__).resolve().parents[2]
+    here = _git_commit(Path(__file__).resolve().parents[2])
+    if here is not None:
+        return here
+    installed_from = _installed_from()
+    found = _git_commit(installed_from) if installed_from is not None else None
+    return found + "+installed" if found is not None else "unknown"
+
+
+def _git_commit(source: Path) -> str | None:
+    """`source`'s commit (with '+dirty', zoo_commit's docstring), or None where it is no git checkout."""
     try:
         commit = subprocess.run(["git", "-C", str(source), "rev-parse", "--short=12", "HEAD"], capture_output=True,
                                 text=True, timeout=10, check=True).stdout.strip()
@@ -137,8 +148,21 @@ def zoo_commit() -> str:
                                 "zoo", "registry", "pyproject.toml"], capture_output=True, text=True,
                                timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return commit + ("+dirty" if dirty else "")
+        return None
+    return commit + ("+dirty" if dirty else "") if commit else None
+
+
+def _installed_from() -> Path | None:
+    """The local folder pip installed zoo from (PEP 610 direct_url.json), or None."""
+    from importlib import metadata
+
+    from zoo.errors import DISTRIBUTION
+
+    try:
+        url = json.loads(metadata.distribution(DISTRIBUTION).read_text("direct_url.json") or "{}").get("url", "")
+    except (metadata.PackageNotFoundError, ValueError):
+        return None
+    return Path(url.removeprefix("file://")) if url.startswith("file://") else None
 
 
 def provenance(concurrent: int, commit: str = "", plugins: dict[str, str] | None = None) -> dict[str, Any]:
