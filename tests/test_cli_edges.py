@@ -287,3 +287,28 @@ def test_evaluate_on_a_folder_that_is_not_there_says_so(tmp_path, capsys):
     """It said 'no spec.json; is this a run directory', of a folder that does not exist."""
     assert main(["evaluate", str(tmp_path / "nope")]) == 2
     assert f"{tmp_path / 'nope'}: no such folder" in capsys.readouterr().err
+
+
+def test_report_from_another_folder_finds_the_records_run_wrote(tmp_path, monkeypatch, capsys):
+    """The default report folder is reports/<name> in the repository holding the experiment file (its nearest
+    folder above with a pyproject.toml or .git), not in the working folder: `zoo report` run from elsewhere finds
+    what `zoo run` wrote, and writes the report beside those records."""
+    import shutil
+
+    from fake_study import write_study
+
+    from zoo.cli import main
+
+    project = tmp_path / "project"
+    (project / "experiments").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("")
+    experiment, root = write_study(project / "experiments")
+    shutil.move(root, project / "reports" / experiment.name / "records")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["report", str(project / "experiments" / "fake.toml")]) == 0
+    report = project / "reports" / experiment.name / "report.md"
+    assert report.is_file() and not (elsewhere / "reports").exists()
+    assert "zoo report experiments/fake.toml" in report.read_text()  # the command as typed at the project's root
+    capsys.readouterr()

@@ -9,8 +9,10 @@ researcher who would rather stay in a notebook.
     report = study.analyse()                           # everything the report says, as objects
     path = study.report()                              # report.md, results.csv and plots/ (`zoo report`)
 
-The folders are the command line's: run directories in `runs/<name>`, records in `reports/<name>/records`
-(relative to the working folder), unless `runs=` and `out=` say otherwise. The CLI's `zoo run` and
+The folders are the command line's: run directories in `runs/<name>`, records in `reports/<name>/records`,
+both in the repository that holds the experiment file (its nearest folder above with a pyproject.toml or a .git;
+for a file outside any, the file's own folder), whichever folder the command runs in, unless `runs=` and `out=`
+say otherwise. The CLI's `zoo run` and
 `zoo report` are this class with flags around it, so both write the same files.
 """
 
@@ -43,8 +45,8 @@ class Study:
         # trained them without it
         load_all()
         self.experiment = experiment if isinstance(experiment, Experiment) else load_experiment(experiment)
-        self.out = folder("out=", Path(out) if out is not None else Path("reports") / self.experiment.name)
-        self.runs = folder("runs=", Path(runs) if runs is not None else Path("runs") / self.experiment.name)
+        self.out = folder("out=", Path(out) if out is not None else default_folder(self.experiment, "reports"))
+        self.runs = folder("runs=", Path(runs) if runs is not None else default_folder(self.experiment, "runs"))
 
     def __repr__(self) -> str:
         return f"Study({self.experiment.name!r}, out={self.out.as_posix()!r}, runs={self.runs.as_posix()!r})"
@@ -204,9 +206,19 @@ class Study:
         from zoo.report.paths import shown
 
         words = ["zoo", "report", shown(self.experiment.path)]
-        if self.out.resolve() != (Path("reports") / self.name).resolve():
+        if self.out.resolve() != default_folder(self.experiment, "reports").resolve():
             words += ["--out", shown(self.experiment.path, self.out)]
         return shlex.join(words)
+
+
+def default_folder(experiment: Experiment, kind: str) -> Path:
+    """`kind`/<name> ('reports' or 'runs') in the experiment's repository (zoo/report/paths.py `home`), so that
+    `zoo report` from another folder finds the records `zoo run` wrote, and a report's quoted command holds from
+    that root. Relative to the working folder where it lies below it (as messages show it)."""
+    from zoo.report.paths import home
+
+    path = home(experiment.path) / kind / experiment.name
+    return path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
 
 
 def folder(name: str, path: Path) -> Path:

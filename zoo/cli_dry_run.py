@@ -15,6 +15,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress
 
+from zoo.api import default_folder
 from zoo.cli_process import warn
 from zoo.experiment import store
 from zoo.experiment.executors import worker_threads
@@ -47,7 +48,7 @@ def dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: P
     reuse = reuse_folders(args)
     with progress_bar(f"{experiment.name}: reading the records and comparing definitions") as progress:
         grid = reusable(experiment, cells(experiment, runs, out / RECORDS, part=part), reuse)
-        committed = Path("reports") / experiment.name  # the default store: its runs time this grid's too
+        committed = default_folder(experiment, "reports")  # the default store: its runs time this grid's too
         timing = [*reuse, committed] if committed.resolve() != out.resolve() and (committed / RECORDS).is_dir() \
             else reuse
         rows = [row for row in forecast(experiment, grid, timing, progress) if row.cells]  # a --tasks part: its own

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from zoo.api import Study, folder
+from zoo.api import Study, default_folder, folder
 from zoo.cli_dry_run import dry_run, reuse_folders, sequential_lines, warn_about_this_machine
 from zoo.cli_process import positive_number
 from zoo.config_io import parse_assignments
@@ -31,8 +31,8 @@ def _study(args: argparse.Namespace) -> Study:
     """The experiment file with its folders from --runs / --out (or their defaults); records live in
     <out>/records. A folder given as a file is said with the flag's name."""
     experiment = load_experiment(args.experiment)
-    runs = Path(args.runs) if getattr(args, "runs", None) else Path("runs") / experiment.name
-    out = Path(args.out) if args.out else Path("reports") / experiment.name
+    runs = Path(args.runs) if getattr(args, "runs", None) else default_folder(experiment, "runs")
+    out = Path(args.out) if args.out else default_folder(experiment, "reports")
     return Study(experiment, out=folder("--out", out), runs=folder("--runs", runs))
 
 
