@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -167,3 +168,20 @@ def test_the_progress_bar_shows_only_for_slow_work(monkeypatch):
                 progress(done, 10)
         assert ("comparing definitions" in screen.getvalue()) == shown
         assert shown or screen.getvalue() == ""  # not even an empty line, on a terminal or in a log
+
+
+def test_a_dry_run_prices_a_grid_whose_corpus_is_not_here_and_says_how_to_get_it(tmp_path):
+    """A fresh clone has no ../shared/data: the dry run still prices the grid (the committed ablations' records
+    time it), and names what works for `zoo run`: zoo data get, $ZOO_DATA_DIR, the file's data_dir (not only
+    `zoo train --data-dir`)."""
+    env = {k: v for k, v in os.environ.items() if k != "ZOO_DATA_DIR"}
+    done = subprocess.run([sys.executable, "-m", "zoo", "run", str(ROOT / "experiments" / "ablations.toml"),
+                           "--dry-run", "--tasks", "multi30k-de-en", "--runs", str(tmp_path / "runs"), "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**env, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())
+    assert "data_dir: not set" in said and "zoo data get CORPUS" in said and "$ZOO_DATA_DIR=data" in said
+    assert "`data_dir` in the experiment file" in said and "The grid is priced all the same" in said
+    assert "hours of training left" in said  # priced from the committed records
+    assert not (tmp_path / "out").exists() and not (tmp_path / "runs").exists()

@@ -73,12 +73,13 @@ class Study:
         return collect(experiment, called_records(state, experiment))
 
     def part(self, variants: Sequence[str] | None = None, tasks: Sequence[str] | None = None,
-             seeds: Sequence[int] | None = None) -> Part:
+             seeds: Sequence[int] | None = None, *, data: bool = True) -> Part:
         """Those variants, tasks (by key) and seeds of the grid (None: all), checked against the experiment, with
-        the data of their tasks found."""
+        the data of their tasks found (`data=False`: not looked for, as a dry run prices a grid without it)."""
         part = Part(*(None if chosen is None else tuple(chosen) for chosen in (variants, tasks, seeds)))
         part = part.checked(self.experiment)
-        self.experiment.check_data(part.task_entries(self.experiment))
+        if data:
+            self.experiment.check_data(part.task_entries(self.experiment))
         return part
 
     def floors(self, tasks: list | None = None, console: Console | None = None) -> list[str]:

@@ -17,6 +17,7 @@ from rich.progress import Progress
 
 from zoo.api import default_folder
 from zoo.cli_process import warn
+from zoo.errors import ZooError
 from zoo.experiment import store
 from zoo.experiment.executors import worker_threads
 from zoo.experiment.grid import Part
@@ -70,6 +71,11 @@ def dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: P
                       "—" if row.seconds_per_step is None else f"{row.seconds_per_step:.3f}",
                       f"{row.run_seconds / 3600:.1f}" if known else "unknown")
     console.print(table)
+    try:  # a grid is priced without its corpora; a run needs them
+        experiment.check_data(part.task_entries(experiment))
+    except ZooError as err:
+        console.print(f"{err}. The grid is priced all the same; `zoo run` needs the data.", soft_wrap=True,
+                      markup=False, highlight=False)
     to_run = sum(row.to_run for row in rows)
     console.print(dry_run_summary(left, unknown, workers, to_run), soft_wrap=True)
     for row in rows:

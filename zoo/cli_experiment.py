@@ -41,7 +41,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     study = _study(args)
     experiment, runs, out = study.experiment, study.runs, study.out
-    part = study.part(args.variants, args.tasks, args.seeds)
+    part = study.part(args.variants, args.tasks, args.seeds, data=not args.dry_run)
     executor = _executor(args)  # an unknown executor or a bad option: said before anything is written
     called = study.called(args.until_decided)  # with [sequential]: the seeds its plan has called, from the records
     if args.dry_run:

@@ -62,7 +62,8 @@ def resolve_data_dir(data_dir: Path | None) -> Path:
         if not folder.is_dir():
             raise DataError(
                 f"data_dir: not set, ${DATA_ENV} is not set and {folder} (../shared/data from the current folder) "
-                f"does not exist; give `zoo train --data-dir`, data_dir in the task config or ${DATA_ENV}: a folder "
+                f"does not exist; fetch the corpus (`zoo data get CORPUS` puts it in data/; `zoo data list`), then "
+                f"set ${DATA_ENV}=data, or `data_dir` in the experiment file (or `zoo train --data-dir`): a folder "
                 f"laid out as {LAYOUT}"
             )
         return folder.resolve()

@@ -3,8 +3,8 @@
 Per task: how many cells are recorded, would be copied from another experiment (`--reuse-from`),
 were run under another definition (stale: run again) or were never run, and the training time the
 runs left would take. The time comes from the records themselves: the median seconds per step of
-the complete records of the same task settings and data (this experiment's and the --reuse-from
-folders'), as they were measured, with as many runs sharing the machine as they had, and trained on the
+the complete records of the same task settings and data (of the same task settings where the corpus is not on
+this machine to compare; this experiment's and the --reuse-from folders'), as they were measured, with as many runs sharing the machine as they had, and trained on the
 kind of device the runs left would get here (a GPU's seconds per step say nothing of a CPU's): on this very
 hardware (the GPU model; the CPU's instruction set as PyTorch uses it) where records were made on it, else on
 another of the same kind, which the forecast then names (an AVX2 CPU's bf16 steps are tens of times an
@@ -67,6 +67,12 @@ class TaskForecast:
         return self.run_seconds / at_once
 
 
+def _key(task: dict | None, data: dict | None) -> str:
+    """Which records time a cell: those of its task settings and data; where the data is not on this machine
+    (`data` None: a dry run in a fresh clone), those of its task settings on whatever data they had."""
+    return store.digest({"task": task, "data": data}) if data is not None else store.digest({"task": task})
+
+
 def _rates(paths: list[Path], progress: Callable[[int], object]) -> dict[tuple[str, str], dict[str, list[float]]]:
     """{(digest of (task settings, data), device type): {hardware: [seconds per step of each complete record]}};
     `progress(n)` after the n-th record. Hardware is preflight's: 'cpu (AVX512)', 'cuda (NVIDIA H200)', or
@@ -82,10 +88,10 @@ def _rates(paths: list[Path], progress: Callable[[int], object]) -> dict[tuple[s
         if record.status != "complete" or not summary.steps or not summary.train_seconds:
             continue
         definition = store.normalise(record.definition)
-        key = store.digest({"task": definition.get("task"), "data": definition.get("data")})
         device = (summary.device or "cpu").split()[0]  # 'cpu', or 'cuda' of 'cuda (NVIDIA H200)'
         hardware = hardware_of(record) or f"{device} (instruction set not recorded)"
-        rates.setdefault((key, device), {}).setdefault(hardware, []).append(summary.train_seconds / summary.steps)
+        for key in {_key(definition.get("task"), definition.get("data")), _key(definition.get("task"), None)}:
+            rates.setdefault((key, device), {}).setdefault(hardware, []).append(summary.train_seconds / summary.steps)
     return rates
 
 
@@ -151,7 +157,7 @@ def _budget(current: dict, rates: dict[tuple[str, str], dict[str, list[float]]])
     there are any, else from those of every other hardware of the same device type."""
     train = current["train"]
     device, here = device_type_here(train["device"]), hardware_here(train["device"])  # a dry-run may lack the GPU
-    measured = rates.get((store.digest({"task": current["task"], "data": current["data"]}), device), {})
+    measured = rates.get((_key(current["task"], current["data"]), device), {})
     same = measured.get(here) if here else None
     pooled = same or [rate for found in measured.values() for rate in found]
     elsewhere = here and pooled and not same  # with no hardware here to name, there is nothing to set them against
