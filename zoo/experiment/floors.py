@@ -15,6 +15,9 @@ committed with them, so that a report reads floors as it reads records, never th
 
 A floor is current while its task settings (and, where the corpus is here, its files) are the ones
 the experiment declares; otherwise `zoo run` / `zoo floors` replace it.
+
+Floors are written into a records folder, so under the rule records are written under (owner.py): a records
+folder of another experiment is refused before anything is scored, and the first floor written claims the folder.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from zoo.experiment import owner
 from zoo.experiment.store import data_fingerprint, task_classes, task_definition
 from zoo.rundir import RunError, atomic_write, read_table
 
@@ -92,7 +96,8 @@ def current_floor(experiment, records_root: Path, task) -> dict[str, Any] | None
 
 def write_floors(experiment, records_root: Path, tasks: list | None = None) -> list[str]:
     """Compute and write every task's (or `tasks`') floors that are missing or no longer current; the task keys
-    written."""
+    written. StoreError, before anything is scored or written, when `records_root` is another experiment's."""
+    owner.check(records_root, experiment.name, experiment.path, "--out")
     written = []
     for task in experiment.config.tasks if tasks is None else tasks:
         try:
@@ -103,6 +108,7 @@ def write_floors(experiment, records_root: Path, tasks: list | None = None) -> l
             continue
         text = json.dumps(compute(experiment, task), sort_keys=True, separators=(",", ":")) + "\n"
         path = floor_path(records_root, task.key)
+        owner.claim(records_root, experiment.name, experiment.path, "--out")
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, text)
         written.append(task.key)

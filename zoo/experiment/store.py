@@ -225,6 +225,16 @@ def record_files(records_root: Path) -> list[Path]:
     return sorted(Path(records_root).glob("*/*/seed-*.json"))
 
 
+def record_digest(path: Path) -> str | None:
+    """The definition digest a record carries, read from its text; None where there is no record there (or it
+    names none). What tells a run directory whose `.experiment.json` is gone from another experiment's (owner.py)."""
+    try:
+        match = _DIGEST_FIELD.search(Path(path).read_text(errors="replace"))
+    except OSError:
+        return None
+    return match.group(1) if match else None
+
+
 def records_by_digest(report_folders: list[Path], exclude: Path) -> dict[str, Path]:
     """{definition digest: record path} over the records of other experiments' report folders
     (<folder>/records/<variant>/<task>/seed-<n>.json), leaving out `exclude` (the grid's own records)
