@@ -158,8 +158,11 @@ def test_a_wrong_checksum_is_one_line_and_leaves_nothing(server, registered, tmp
     code, _, err = run(capsys, "get", "m30k", "--to", tmp_path / "data" / "m30k")
     assert code == 2
     assert "valid.de.gz: sha256 checksum mismatch" in one_error(err)
-    assert list((tmp_path / "data").iterdir()) == []  # neither the corpus nor a partial one
+    assert not (tmp_path / "data").exists()  # neither the corpus, nor a partial one, nor the data/ it made
     assert not list((tmp_path / "cache").rglob("valid.de.gz*"))  # the wrong download is deleted, .part included
+    (tmp_path / "mine").mkdir()  # a folder that was there before stays
+    code, _, err = run(capsys, "get", "m30k", "--to", tmp_path / "mine" / "m30k")
+    assert code == 2 and list((tmp_path / "mine").iterdir()) == []
 
 
 def test_a_download_cut_off_resumes_where_it_stopped(server, registered, tmp_path, capsys):

@@ -25,6 +25,7 @@ nothing; zoo/data/download.py fetches them.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 from pathlib import Path
@@ -95,6 +96,7 @@ class Dataset:
                             "it cannot hold ':', '/', '\\' or spaces")
         if target.exists() and (not target.is_dir() or any(target.iterdir())):
             raise DataError(f"--to: {target} exists and is not empty; remove it or give another folder")
+        made = [folder for folder in (target.parent, *target.parent.parents) if not folder.exists()]  # deepest first
         target.parent.mkdir(parents=True, exist_ok=True)
         work = target.with_name(f".{target.name}.partial")  # a killed build's leftover is cleared here
         shutil.rmtree(work, ignore_errors=True)
@@ -105,6 +107,9 @@ class Dataset:
             work.replace(target)
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)
+            for folder in made:  # a failed get leaves no empty data/ behind it
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
             raise
         return target
 
