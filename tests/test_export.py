@@ -184,6 +184,9 @@ def test_mlflow_params_describe_the_model_that_trained(mlflow_store):
     assert record["spec"]["src_vocab"] == 14 != record["definition"]["spec"]["src_vocab"]
     assert run.data.params["spec.src_vocab"] == "14" and run.data.params["spec.tgt_vocab"] == "14"
     assert run.data.params["task.symbols"] == "10" and run.data.params["decode.beam"] == "1"
+    # what the copy task read, not TaskConfig's unread text defaults (its vocab_size 8000 was logged once)
+    assert "vocab_size" in record["definition"]["task"] and "task.vocab_size" not in run.data.params
+    assert not {k for k in run.data.params if k.split(".")[-1] in ("tokenizer", "joint", "test_sets")}
 
 
 def test_a_second_mlflow_export_updates_the_runs_in_place(mlflow_store):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -31,6 +31,11 @@ class TaskConfig(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    SYNTHETIC: ClassVar[tuple[str, ...]] = ("symbols", "min_len", "max_len", "train_size", "valid_size", "test_size",
+                                            "seed")
+    TEXT: ClassVar[tuple[str, ...]] = ("data_dir", "tokenizer", "vocab_size", "joint", "lowercase", "detokenize",
+                                       "max_tokens_per_sentence", "test_sets", "long_sentences")
 
     name: str
     data_dir: Path | None = Field(None, description="folder holding CORPUS/ folders; "
@@ -121,6 +126,12 @@ class TaskConfig(BaseModel):
     @property
     def kind(self) -> str:
         return self.task_class.kind
+
+    def used(self) -> dict[str, Any]:
+        """The settings this task's kind reads, as JSON values (the others keep defaults nothing reads: a copy
+        task's vocab_size): what a tracker logs as the task's parameters."""
+        fields = self.SYNTHETIC if self.kind == "synthetic" else self.TEXT
+        return {"name": self.name, **{k: v for k, v in self.model_dump(mode="json").items() if k in fields}}
 
 
 def _distinct_sequences(symbols: int, low: int, high: int, above: int) -> int:

@@ -152,11 +152,25 @@ def params(cell: Cell) -> dict[str, str]:
     of the declared one, flattened, as MLflow's string params."""
     values: dict[str, object] = {f"spec.{k}": v for k, v in spec_fields(cell.record).items()}
     for section, settings in cell.record.definition.items():
+        if section == "task" and isinstance(settings, dict):
+            settings = _task_used(settings)
         if section != "spec":
             values.update({f"{section}.{k}": v for k, v in settings.items()} if isinstance(settings, dict)
                           else {section: settings})
     values.update(variant=cell.variant, task=cell.task, seed=cell.seed)
     return {k: str(v)[:6000] for k, v in values.items()}
+
+
+def _task_used(settings: dict) -> dict:
+    """A definition's task settings as the task read them (TaskConfig.used): a copy task logs no vocab_size. A
+    task this installation cannot build (a plugin's, not loaded) keeps every field it recorded."""
+    from zoo.data.config import TaskConfig
+    from zoo.errors import DataError
+
+    try:
+        return TaskConfig(**settings).used()
+    except (DataError, TypeError):
+        return settings
 
 
 def verdicts(report) -> tuple[dict[str, str], dict[str, float]]:
