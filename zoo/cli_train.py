@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
@@ -17,6 +18,7 @@ from zoo.data import TaskConfig, check_files, load_task
 from zoo.data.corpus import decode_utf8
 from zoo.decode import MAX_BEAM, DecodeConfig
 from zoo.errors import RunError, ZooError
+from zoo.experiment import store
 from zoo.machine import bf16_warning, device_type_here
 from zoo.spec import load_spec
 from zoo.terminal import Table
@@ -65,8 +67,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     left_out = f" ({dropped:,} longer than max_tokens_per_sentence left out)" if dropped else ""
     errors.print(f"training {spec.name} ({spec.digest()}) on {args.task}: {task.src_vocab} / {task.tgt_vocab} tokens, "
                  f"{pairs:,} training pairs{left_out} -> {args.out}")
+    # a checkpoint that is not this run's, intact, goes to OUT/.stale/<time>/, as a stale cell's files do
+    set_aside = partial(store.move_aside, root=Path(args.out), when=store.stamp())
     summary = Trainer(spec, task, config, args.out, resume=args.resume, progress=not args.no_progress,
-                      console=errors, log_to=log_to).run()
+                      console=errors, log_to=log_to, set_aside=set_aside).run()
     final = summary.get("final") or {}
     _print_metrics(f"{args.out}: {summary['status']} after {summary['steps']} steps ({summary['train_seconds']:.0f} s)",
                    {k: v for k, v in final.items() if k != "event"})

@@ -3,8 +3,8 @@
 For each cell (see zoo/experiment/grid.py for its states): a recorded cell is skipped; a stale one's record
 and run directory are moved aside; a cell marked to reuse another experiment's record of the same definition
 gets a copy, with `provenance.copied_from` naming the original; otherwise it trains (resuming from the run
-directory's last checkpoint), decodes the test set, and writes the record, last: the record's presence marks
-the cell done.
+directory's last checkpoint where that is this cell's, intact: zoo/train/loop.py), decodes the test set, and
+writes the record, last: the record's presence marks the cell done.
 
 Any exception while running or recording a cell, I/O errors included, becomes that cell's failed
 record (or, where that cannot be written, its failed.json, or at least a line in the final summary);
@@ -15,6 +15,7 @@ process, in a worker process or on a Ray node.
 from __future__ import annotations
 
 import traceback
+from functools import partial
 from pathlib import Path
 
 from zoo import rundir
@@ -67,8 +68,10 @@ def _run_cell(cell: Cell, threads: int | None) -> str:
     spec = experiment.specs[cell.variant]
     task = load_task(experiment.task_config(entry), pad_id=spec.pad_id)
     log_to = Path(cell.log_to) / cell.variant / cell.task / f"seed-{cell.seed}" if cell.log_to else None
+    # a checkpoint that is not this cell's, intact, goes where stale cells go: runs/<experiment>/.stale/<time>/<cell>/
+    set_aside = partial(store.move_aside, root=Path(cell.runs_root), when=store.stamp())
     summary = Trainer(fit_to_task(spec, task), task, experiment.train_config(entry, cell.seed, cell.variant), out,
-                      resume=True, progress=False, log_to=log_to).run()
+                      resume=True, progress=False, log_to=log_to, definition=digest, set_aside=set_aside).run()
     if summary["status"] == "complete" and not (out / f"{rundir.TEST}.json").exists():
         model, task, _ = load_run(out)
         settings = experiment.config.decode

@@ -3,6 +3,13 @@
 Determinism: batches come from (seed, epoch) alone, and the checkpoint keeps the position in the
 data and the RNG state, so a run resumed from its last checkpoint ends with the same numbers as
 one never interrupted (timings aside). The time budget counts training time only.
+
+A checkpoint is resumed only if it is this run's, intact, and agrees with the run's log: its format,
+content hash and identity (zoo/train/checkpoint.py), then its position (within the step budget, its
+tokens possible in its steps), then metrics.jsonl (the lines a run that reached it wrote, their tokens
+summing to its own). The first that fails is one warning line, and the checkpoint and the log are moved
+aside (`set_aside`) and the run trains from step 0: a resume that reads wrong state ends in a record of
+numbers no run gives, and nothing in that record would show it.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +28,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from zoo.build import build
+from zoo.cli_process import warn
 from zoo.data import Task, collate, token_batches
 from zoo.decode import DecodeConfig
 from zoo.errors import DataError
@@ -145,9 +154,14 @@ def describe_device(device: torch.device) -> str:
 class Trainer:
     def __init__(self, spec: ModelSpec, task: Task, config: TrainConfig, out: str | Path, *,
                  resume: bool = False, progress: bool = True, console: Console | None = None,
-                 log_to: Path | None = None):
+                 log_to: Path | None = None, definition: str | None = None,
+                 set_aside: Callable[[Path], Path] | None = None):
         self.spec, self.task, self.config, self.out = spec, task, config, Path(out)
         self.log_to = log_to  # a TensorBoard folder the logged rows are also written to (zoo/train/tensorboard.py)
+        self.definition = definition  # a grid cell's definition digest: its checkpoints carry it (checkpoint.identity)
+        # moves a file of the run aside and returns where it went (zoo.experiment.store.move_aside, which this layer
+        # cannot import); without it, a checkpoint that must not be resumed is a RunError, never resumed
+        self.set_aside = set_aside
         self.resume, self.show_progress = resume, progress
         self.console = console or Console(stderr=True)
         self.device = select_device(config.device)
@@ -255,7 +269,8 @@ class Trainer:
         model, optimizer, pos, kept = self._start()
 
         def checkpoint() -> None:
-            checkpoints.save(self.out / checkpoints.FILE, model, optimizer, asdict(pos), self.spec.digest())
+            checkpoints.save(self.out / checkpoints.FILE, model, optimizer, asdict(pos), self.spec.digest(),
+                             seed=self.config.seed, definition=self.definition)
 
         summary: dict[str, Any] = {"status": "complete", "reason": ""}
         # A run killed after its final checkpoint has nothing left to train: its final evaluation is the logged one.
@@ -303,13 +318,8 @@ class Trainer:
             torch.set_num_threads(c.threads)
         model = build(self.spec, seed=c.seed).to(self.device)
         optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=c.betas, eps=c.eps, weight_decay=c.weight_decay)
-        pos = Position()
         torch.manual_seed(c.seed)  # dropout
-        latest = checkpoints.find(self.out)
-        if latest is not None:
-            state = checkpoints.load(latest)
-            checkpoints.restore(state, model, optimizer)
-            pos = Position.restored(state.position, latest)
+        pos = self._resume(model, optimizer)
         if self.device.type == "cuda" and c.kernels != "reference" and c.accumulate == 1:
             self.graphed = GraphedSteps(model, optimizer, pad=self.task.specials.pad, smoothing=c.label_smoothing,
                                         clip_norm=c.clip_norm or math.inf, bf16=c.precision == "bf16",
@@ -318,6 +328,42 @@ class Trainer:
         kept = [row for row in read_metrics(metrics_file) if row["step"] <= pos.step]
         atomic_write(metrics_file, "".join(json.dumps(row) + "\n" for row in kept))
         return model, optimizer, pos, kept
+
+    def _resume(self, model, optimizer) -> Position:
+        """The position to train from: the last checkpoint's, restored into `model` and `optimizer`, when it may be
+        resumed (the module docstring says when); else step 0, the checkpoint and the log moved aside. A file that is
+        not a well-formed checkpoint at all (unreadable, a crafted position, state that does not fit) stays a
+        RunError naming it: that is no run's state, and someone should look at it."""
+        latest = checkpoints.find(self.out)
+        if latest is None:
+            return Position()
+        state = checkpoints.load(latest)
+        pos = Position.restored(state.position, latest)
+        expected = checkpoints.identity(self.spec.digest(), self.config.seed, self.definition)
+        why = (checkpoints.disagreement(state, expected) or self._impossible(pos)
+               or _unlogged(read_metrics(self.out / METRICS), pos, self.config))
+        if why is None:
+            checkpoints.restore(state, model, optimizer)
+            return pos
+        if self.set_aside is None:
+            raise RunError(f"{latest}: {why}; not resumed (move it and {METRICS} aside to train from step 0)")
+        where = self.set_aside(latest)
+        if (self.out / METRICS).exists():  # the lines of the run that checkpoint came from, or did not
+            self.set_aside(self.out / METRICS)
+        warn(self.console, f"{latest}: {why}; moved to {where.parent}/, training seed {self.config.seed} from step 0")
+        return Position()
+
+    def _impossible(self, pos: Position) -> str | None:
+        """What makes `pos` a position no run of this config reaches, None when it is one: past the step budget, or
+        tokens a run of that many steps cannot have trained (a batch holds at least one target token, and at most
+        batch_tokens of them, or one sentence longer than that on its own: zoo/data/batching.py)."""
+        c = self.config
+        if c.steps is not None and pos.step > c.steps:
+            return f"step {pos.step:,} is past the budget of {c.steps:,} steps"
+        most = c.accumulate * max(c.batch_tokens, max(tgt for _, tgt in self.lengths))
+        if not pos.step <= pos.tokens <= pos.step * most:
+            return f"{pos.tokens:,} tokens in {pos.step:,} steps, where a step trains 1 to {most:,} target tokens"
+        return None
 
     def _read_back(self, pending: list[Pending], pos: Position, seconds: float,
                    log: _Log) -> tuple[dict[str, Any], tuple[dict[str, Any], Position] | None]:
@@ -358,6 +404,31 @@ class Trainer:
         return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                         TextColumn("{task.fields[loss]}"), TextColumn("{task.fields[speed]}"),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=self.console)
+
+
+def _unlogged(rows: list[dict[str, Any]], pos: Position, c: TrainConfig) -> str | None:
+    """What in the run's metric lines disagrees with a checkpoint at `pos`, None when nothing does. Up to its step
+    a run that reached it wrote a training line every log, eval and checkpoint interval and at the step itself,
+    the tokens of those lines summing to the position's, and an evaluation every eval_interval (and one at the
+    step itself where training ended there); later lines are replayed on resume."""
+    step = pos.step
+    logged = [row for row in rows if row["step"] <= step]
+    trained = [row for row in logged if "event" not in row]
+    expected = [s for s in range(1, step + 1)
+                if s == step or any(s % n == 0 for n in (c.log_interval, c.eval_interval, c.checkpoint_interval))]
+    if [row["step"] for row in trained] != expected:
+        return (f"{METRICS} holds {len(trained)} training lines up to step {step:,} where a run that reached it "
+                f"wrote {len(expected)}")
+    tokens = sum(row["tokens"] for row in trained if isinstance(row.get("tokens"), int))
+    if tokens != pos.tokens:
+        return f"{METRICS}'s lines up to step {step:,} count {tokens:,} tokens, the checkpoint {pos.tokens:,}"
+    evaluated = [(row["event"], row["step"]) for row in logged if "event" in row]
+    every = [("eval", s) for s in range(c.eval_interval, step + 1, c.eval_interval)]
+    ended = [("eval", step)] if step % c.eval_interval else []  # where training ended at `step`
+    if evaluated not in (every, every + ended):
+        return (f"{METRICS} holds {len(evaluated)} evaluations up to step {step:,} where a run that reached it "
+                f"made {len(every)}")
+    return None
 
 
 def _recorded_config(path: Path) -> TrainConfig | None:
