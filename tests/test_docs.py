@@ -113,7 +113,7 @@ def test_the_python_page_runs_as_written(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(plugins, "_loaded", {})  # a new session's process: no plugin another test loaded
-    printed, names = io.StringIO(), {}
+    printed, names = io.StringIO(), {"__name__": "__main__"}  # run as a script runs it: the guard holds
     with contextlib.redirect_stdout(printed):
         exec(compile(block, "docs/python.md", "exec"), names)
     frame, verdicts = names["frame"], names["verdicts"]

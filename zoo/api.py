@@ -11,8 +11,8 @@ researcher who would rather stay in a notebook.
 
 The folders are the command line's: run directories in `runs/<name>`, records in `reports/<name>/records`,
 both in the repository that holds the experiment file (its nearest folder above with a pyproject.toml or a .git;
-for a file outside any, the file's own folder), whichever folder the command runs in, unless `runs=` and `out=`
-say otherwise. The CLI's `zoo run` and
+for a file outside any, the working folder), whichever folder the command runs in, unless `runs=` and `out=` say
+otherwise. The CLI's `zoo run` and
 `zoo report` are this class with flags around it, so both write the same files.
 """
 
@@ -213,13 +213,15 @@ class Study:
 
 
 def default_folder(experiment: Experiment, kind: str) -> Path:
-    """`kind`/<name> ('reports' or 'runs') in the experiment's repository (zoo/report/paths.py `home`), so that
-    `zoo report` from another folder finds the records `zoo run` wrote, and a report's quoted command holds from
-    that root. Relative to the working folder where it lies below it (as messages show it)."""
-    from zoo.report.paths import home
+    """`kind`/<name> ('reports' or 'runs') in the experiment's repository (zoo/report/paths.py `repository`), so
+    that `zoo report` from another folder finds the records `zoo run` wrote, and a report's quoted command holds
+    from that root; for a file outside any repository, in the working folder. Relative to the working folder where
+    it lies below it (as messages show it)."""
+    from zoo.report.paths import repository
 
-    path = home(experiment.path) / kind / experiment.name
-    return path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+    root = repository(experiment.path)
+    path = (root if root is not None else Path.cwd().resolve()) / kind / experiment.name
+    return path.relative_to(Path.cwd().resolve()) if path.is_relative_to(Path.cwd().resolve()) else path
 
 
 def folder(name: str, path: Path) -> Path:

@@ -110,6 +110,29 @@ def _preflight(load_in_worker, grid: list[Cell], where: str) -> None:
 
 # -- local -----------------------------------------------------------------------------------------
 CUDA_VISIBLE = "CUDA_VISIBLE_DEVICES"
+REIMPORTED = 87  # a worker's exit code: importing the caller's script, it reached a grid started at its top level
+
+
+def refuse_in_a_workers_import() -> None:
+    """Where a grid starts. A spawned worker imports the script the caller started from (`__main__`); a grid
+    started at that script's top level would start in every worker again, each starting workers of its own: a
+    flood of multiprocessing tracebacks. In a worker still importing (multiprocessing's `_inheriting`), leave at
+    once; the parent sees the exit code and says why in one line (`_reimported`)."""
+    import multiprocessing
+
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        os._exit(REIMPORTED)
+
+
+def _reimported(worker: _Worker) -> None:
+    """Raise the one line a worker that left with REIMPORTED calls for (refuse_in_a_workers_import)."""
+    if worker.process.exitcode == REIMPORTED:
+        import sys
+
+        script = getattr(sys.modules["__main__"], "__file__", "your script")
+        raise ExecutorError(f"each worker process imports {script}, and its top level starts the grid again "
+                            "(study.run): put the script's calls under `if __name__ == \"__main__\":`, or run with "
+                            "workers=1") from None
 
 
 class LocalOptions(ExecutorOptions):
@@ -303,6 +326,7 @@ class Local(Executor):
                     worker.cell = None
                 except (EOFError, OSError):
                     worker.process.join()
+                    _reimported(worker)
                     results[cell.name] = record_death(cell, death(worker.process.exitcode))
                     worker.stop()
                     pool[index] = fresh(worker.gpu)  # the replacement trains on the dead worker's GPU
@@ -315,6 +339,7 @@ def _probe(worker: _Worker, plugins: tuple[str, ...]) -> str:
         return worker.result()
     except EOFError:
         worker.process.join()
+        _reimported(worker)
         return f"loading the plugins ended the worker: {death(worker.process.exitcode)}"
 
 

@@ -1,16 +1,15 @@
 """What `zoo run` would do and what it would cost, before it does anything (`zoo run --dry-run`).
 
-Per task: how many cells are recorded, would be copied from another experiment (`--reuse-from`),
-were run under another definition (stale: run again) or were never run, and the training time the
-runs left would take. The time comes from the records themselves: the median seconds per step of
-the complete records of the same task settings and data (of the same task settings where the corpus is not on
-this machine to compare; this experiment's and the --reuse-from folders'), as they were measured, with as many runs sharing the machine as they had, and trained on the
-kind of device the runs left would get here (a GPU's seconds per step say nothing of a CPU's): on this very
+Per task: how many cells are recorded, would be copied from another experiment (`--reuse-from`), were run under
+another definition (stale: run again) or were never run, and the training time the runs left would take. The time
+comes from the records themselves: the median seconds per step of the complete records of the same task settings
+and data (of the same task settings where the corpus is not on this machine to compare; this experiment's and the
+--reuse-from folders'), as they were measured, with as many runs sharing the machine as they had, and trained on
+the kind of device the runs left would get here (a GPU's seconds per step say nothing of a CPU's): on this very
 hardware (the GPU model; the CPU's instruction set as PyTorch uses it) where records were made on it, else on
-another of the same kind, which the forecast then names (an AVX2 CPU's bf16 steps are tens of times an
-AVX-512 CPU's: zoo.machine). Evaluation
-and test decoding are not counted (a few percent of a run); a cell that was interrupted resumes
-from its checkpoint, so its full budget is an upper bound.
+another of the same kind, which the forecast then names (an AVX2 CPU's bf16 steps are tens of times an AVX-512
+CPU's: zoo.machine). Evaluation and test decoding are not counted (a few percent of a run); a cell that was
+interrupted resumes from its checkpoint, so its full budget is an upper bound.
 """
 
 from __future__ import annotations

@@ -25,9 +25,21 @@ from rich.markup import escape
 from zoo.experiment import executors, owner, store
 from zoo.experiment import record as records
 from zoo.experiment.executors import Executor, Results
-from zoo.experiment.grid import WHOLE, Part, cells, plan, reusable
+from zoo.experiment.grid import WHOLE, Part, cell_state, cells, definitions, plan, reusable
 from zoo.experiment.view import GridLog, GridView, held_digest
 from zoo.testing import preflight
+
+
+def _recorded(experiment, grid: list) -> Results:
+    """The results of the cells whose current record is there already (their status), read here: an executor
+    gets only what has to train, so a grid with nothing left starts no worker (a script without a
+    `__main__` guard would re-import itself in each spawned one)."""
+    define, tasks = definitions(experiment), {entry.key: entry for entry in experiment.config.tasks}
+    done = {}
+    for cell in grid:
+        if not cell.reuse and cell_state(cell, define(cell.variant, tasks[cell.task], cell.seed))[0] == "recorded":
+            done[cell.name] = (records.read(cell.record).status, "")
+    return done
 
 
 def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str | Executor = "local",
@@ -37,6 +49,7 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
     (zoo/experiment/executors.py), with its `options` (local: workers; ray: address, threads), or an executor.
     `reuse_from`: other experiments' report folders whose records of a cell's very definition are copied
     instead of training it again. `part`: only those variants, tasks and seeds."""
+    executors.refuse_in_a_workers_import()
     runner = executor if isinstance(executor, Executor) else executors.create(executor, **options)
     grid = cells(experiment, runs_root, records_root, concurrent=max(runner.concurrent, 1),
                  commit=records.zoo_commit(), part=part)
@@ -62,12 +75,14 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
                       "it is copied instead of training them again:")
         for cell in copies:
             console.print(f"  {cell.name} <- {cell.reuse}", soft_wrap=True)
-    results: Results = {}
+    results: Results = _recorded(experiment, grid)
+    todo = [cell for cell in grid if cell.name not in results]
     errors: list[BaseException] = []
 
     def guarded() -> None:
         try:
-            runner.run(grid, results)
+            if todo:  # nothing to train starts no executor: no worker process, no cluster
+                runner.run(todo, results)
         except BaseException as err:  # noqa: BLE001 - re-raised in the main thread
             errors.append(err)
 

@@ -11,12 +11,16 @@ from pathlib import Path
 MARKERS = ("pyproject.toml", ".git")  # what a repository's root holds
 
 
-def home(experiment_file: Path) -> Path:
+def repository(experiment_file: Path) -> Path | None:
     """The root of the repository that holds `experiment_file`: the nearest folder above it holding a
-    pyproject.toml or a .git; else, for a file outside any repository, the file's own folder."""
+    pyproject.toml or a .git; None for a file outside any repository."""
     folder = Path(experiment_file).resolve().parent
-    return next((above for above in (folder, *folder.parents) if any((above / m).exists() for m in MARKERS)),
-                folder)
+    return next((above for above in (folder, *folder.parents) if any((above / m).exists() for m in MARKERS)), None)
+
+
+def home(experiment_file: Path) -> Path:
+    """Where a report names files from: the experiment's `repository`, else the file's own folder."""
+    return repository(experiment_file) or Path(experiment_file).resolve().parent
 
 
 def shown(experiment_file: Path, path: Path | str | None = None) -> str:
