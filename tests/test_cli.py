@@ -1,6 +1,7 @@
 """The `zoo` command: output, exit codes (0 ok / equivalent, 1 not equivalent, 2 user error), no tracebacks."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -213,3 +214,32 @@ def test_zoo_report_into_a_folder_it_cannot_write_is_one_line(tmp_path, capsys):
     code, _, err = run(capsys, "report", str(experiment), "--out", str(out))
     assert code == 2 and f"--out: cannot write the report into {out}" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_every_argument_of_every_command_says_what_it_is():
+    """`--help` is where a user looks: an option or argument with no help line (zoo bench's --d-model, once) leaves
+    them guessing; a description naming a positional by another name than its usage (zoo check's TARGET, once)
+    misleads."""
+    import argparse
+
+    from zoo.cli import parser
+
+    def walk(p: argparse.ArgumentParser, name: str):
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, subparser in action.choices.items():
+                    yield from walk(subparser, f"{name} {sub}")
+            else:
+                yield name, p, action
+
+    silent, misnamed = [], []
+    for name, _, action in walk(parser(), "zoo"):
+        if action.help is None:
+            silent.append(f"{name} {'/'.join(action.option_strings) or action.metavar or action.dest}")
+    terms = {"BLEU", "TOST", "FLOP", "CORPUS", "SRC", "TGT", "LANG", "URL", "HOST", "PATH", "DIR", "FILE", "URI"}
+    for name, p, _ in walk(parser(), "zoo"):  # an ALL-CAPS word in a description names an argument, or is a term
+        usage = {m for a in p._actions for m in ([a.metavar] if isinstance(a.metavar, str) else [a.dest.upper()])}
+        misnamed += [f"{name}: {word}" for word in re.findall(r"\b[A-Z][A-Z_]{2,}\b", p.description or "")
+                     if word not in usage | terms and not word.startswith("ZOO_")]  # ZOO_*: environment variables
+    assert not silent, f"no help: {silent}"
+    assert not set(misnamed), f"the description names what the usage does not: {sorted(set(misnamed))}"

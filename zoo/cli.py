@@ -313,7 +313,7 @@ def parser() -> argparse.ArgumentParser:
                        "(metric.name) and executors (executor.name); PATTERN is a shell-style wildcard, e.g. "
                        "'attention.*', '*norm*' or 'task.*'; a name without wildcards (e.g. 'attention.torch-mha') "
                        "shows the whole docstring of what it names.")
-    p.add_argument("pattern", nargs="?", metavar="PATTERN")
+    p.add_argument("pattern", nargs="?", metavar="PATTERN", help="which entries (default: all), e.g. 'ffn.*'")
     p.set_defaults(run=cmd_list)
 
     p = sub.add_parser("show", help="show a resolved spec, its parameters per component, or a diff",
@@ -328,24 +328,26 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("equiv", help="decide whether two specs compute the same function",
                        description="Build A, give it generic weights, transplant them into B's layout and compare "
                        "log-probabilities in eval mode on random padded batches. Exit 0 if equivalent, 1 if not.")
-    p.add_argument("a", metavar="A")
-    p.add_argument("b", metavar="B")
+    p.add_argument("a", metavar="A", help="preset name or spec file whose weights are transplanted")
+    p.add_argument("b", metavar="B", help="preset name or spec file given A's weights")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field of both A and B")
     p.add_argument("--set-b", action="append", metavar="KEY=VALUE", help="override a field of B only")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the generic weights and random batches (default 0)")
     p.add_argument("--tolerance", type=positive_number, default=1e-5,
                    help="largest log-probability difference (default 1e-5)")
     p.set_defaults(run=cmd_equiv)
 
     p = sub.add_parser("check", help="run the contracts on registered components, tasks and metrics or a plugin's",
-                       description="Run the contracts zoo's own entries keep on TARGET: a pattern ('ffn.*', "
-                       "'attention.sdpa', 'task.*', 'metric.bleu') or a plugin (a .py file, folder or module), "
-                       "whose components, tasks and metrics are checked. Components: shapes and dtypes, gradients, "
-                       "causality, fully padded rows, determinism under a seed, cached = full decoding, transplant "
-                       "round trip. Tasks: sequences, text view, seeded data, held-out splits, floors, save and "
-                       "restore. Metrics: bounds, the references scoring best, per-sentence statistics that sum to "
-                       "the score. One line per failure; exit 1 if any contract fails.")
-    p.add_argument("target", metavar="COMPONENT_OR_PLUGIN")
+                       description="Run the contracts zoo's own entries keep on COMPONENT_OR_PLUGIN: a pattern "
+                       "('ffn.*', 'attention.sdpa', 'task.*', 'metric.bleu') or a plugin (a .py file, "
+                       "folder or module), whose components, tasks and metrics are checked. Components: "
+                       "shapes and dtypes, gradients, causality, fully padded rows, determinism under a "
+                       "seed, cached = full decoding, transplant round trip. Tasks: sequences, text "
+                       "view, seeded data, held-out splits, floors, save and restore. Metrics: bounds, "
+                       "the references scoring best, per-sentence statistics that sum to the score. One "
+                       "line per failure; exit 1 if any contract fails.")
+    p.add_argument("target", metavar="COMPONENT_OR_PLUGIN", help="a registry pattern (slot.name, wildcards) or a "
+                   "plugin's .py file, folder or module")
     p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("schema", help="print the JSON schema of a model spec")

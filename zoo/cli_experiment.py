@@ -213,8 +213,8 @@ def _experiment_arguments(parser) -> None:
     """EXPERIMENT and --out, the same for `zoo run` and `zoo report` (which must agree on where records live)."""
     parser.add_argument("experiment", metavar="EXPERIMENT",
                         help="experiment file, or the name of experiments/NAME.toml")
-    parser.add_argument("--out", metavar="DIR", help="the report folder, with the records in DIR/records "
-                        "(default reports/<experiment name>)")
+    parser.add_argument("--out", metavar="OUT", help="the report folder, with the records in OUT/records "
+                        "(default reports/<experiment name> in the experiment file's repository)")
 
 
 def add_commands(sub) -> None:

@@ -228,11 +228,11 @@ def add_commands(sub) -> None:
     p = sub.add_parser("train", help="train a spec on a task into a run directory",
                        description="Train SPEC (preset or spec file) on TASK: copy, reverse, sort, long-copy, or "
                        "CORPUS:SRC-TGT such as multi30k:de-en read from --data-dir. Resumable with --resume.")
-    p.add_argument("spec", metavar="SPEC")
+    p.add_argument("spec", metavar="SPEC", help="preset name or spec file")
     p.add_argument("--task", required=True, help="copy | reverse | sort | long-copy | CORPUS:SRC-TGT")
     p.add_argument("--data-dir",
                    help="folder holding CORPUS/{train,valid,test}.LANG (default: $ZOO_DATA_DIR or ../shared/data)")
-    p.add_argument("--out", required=True, metavar="RUN_DIR")
+    p.add_argument("--out", required=True, metavar="RUN_DIR", help="the run directory: checkpoints, logs, the model")
     p.add_argument("--config", metavar="TRAIN_FILE",
                    help="training config (TOML/YAML/JSON); a [task] table sets task options")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a model spec field")
@@ -249,9 +249,10 @@ def add_commands(sub) -> None:
     for name, helptext in (("translate", "translate stdin line by line with a trained run"),
                            ("evaluate", "score a trained run on a split (BLEU/chrF or exact match, perplexity)")):
         p = sub.add_parser(name, help=helptext, description=helptext)
-        p.add_argument("run_dir", metavar="RUN_DIR")
+        p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory `zoo train` wrote")
         if name == "evaluate":
-            p.add_argument("--split", default="test", choices=["train", "valid", "test"])
+            p.add_argument("--split", default="test", choices=["train", "valid", "test"],
+                           help="the split to score (default test)")
             p.add_argument("--limit", type=int, help="only the first N sentences")
         p.add_argument("--beam", type=int, default=1 if name == "evaluate" else 4,
                        help=f"beam size (1 = greedy, at most {MAX_BEAM})")
@@ -269,11 +270,11 @@ def add_commands(sub) -> None:
                        "device's measured matmul peaks; with --processes, how many training processes one device "
                        "carries at once.")
     p.add_argument("--spec", default="paper-base", help="preset or spec file (default paper-base)")
-    p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--n-heads", type=int, default=4)
-    p.add_argument("--d-ff", type=int, default=1024)
+    p.add_argument("--d-model", type=int, default=256, help="model width, overriding the spec's (default 256)")
+    p.add_argument("--n-heads", type=int, default=4, help="attention heads (default 4)")
+    p.add_argument("--d-ff", type=int, default=1024, help="feed-forward width (default 1024)")
     p.add_argument("--layers", type=int, default=3, help="encoder and decoder layers each")
-    p.add_argument("--vocab", type=int, default=8000)
+    p.add_argument("--vocab", type=int, default=8000, help="source and target vocabulary size (default 8000)")
     p.add_argument("--batch", type=int, default=64,
                    help="sentences per training batch (default 64: about 1,500 target tokens at --length 24); "
                         "the paper's 25,000-token batches are about --batch 1000")
