@@ -73,6 +73,9 @@ def test_a_part_needs_only_its_own_tasks_data(tmp_path, monkeypatch, capsys):
 name = "multi30k:de-en"
 
 [train]"""})
-    assert zoo_run(path, tmp_path, "--dry-run") == 2
-    assert "tasks[1] (multi30k:de-en)" in capsys.readouterr().err
+    assert zoo_run(path, tmp_path) == 2  # the whole grid needs them: refused before anything trains
+    assert "tasks[1] (multi30k:de-en)" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    assert zoo_run(path, tmp_path, "--dry-run") == 0  # a dry run prices it all the same, and says what is missing
+    assert "tasks[1] (multi30k:de-en)" in " ".join(capsys.readouterr().out.split())
     assert zoo_run(path, tmp_path, "--tasks", "copy", "--dry-run") == 0
+    assert "multi30k" not in capsys.readouterr().out

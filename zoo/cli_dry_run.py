@@ -74,21 +74,23 @@ def dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: P
     try:  # a grid is priced without its corpora; a run needs them
         experiment.check_data(part.task_entries(experiment))
     except ZooError as err:
-        console.print(f"{err}. The grid is priced all the same; `zoo run` needs the data.", soft_wrap=True,
+        console.print(f"{err}. The grid is priced all the same; `zoo run` needs the data.",
                       markup=False, highlight=False)
     to_run = sum(row.to_run for row in rows)
-    console.print(dry_run_summary(left, unknown, workers, to_run), soft_wrap=True)
+    console.print(dry_run_summary(left, unknown, workers, to_run), markup=False, highlight=False)
+    for line in LEGEND:  # wrapped at words, to the terminal's width
+        console.print(line, markup=False, highlight=False, style="dim")
     for row in rows:
         if row.to_run and row.measured_on and row.seconds_per_step is not None:
             console.print(f"{row.task}: its s/step comes from records made on {', '.join(row.measured_on)}, not on "
                           f"this machine's {row.here}: its hours are what the runs took there, not a forecast for "
-                          "this machine.", soft_wrap=True, markup=False)
+                          "this machine.", markup=False, highlight=False)
     if experiment.config.sequential is not None:
         from zoo.report.sequential import read
 
         state = read(experiment, out / RECORDS)
         for line in [*sequential_lines(state), *forecast_lines(experiment, state)]:
-            console.print(line, soft_wrap=True, markup=False, highlight=False)
+            console.print(line, markup=False, highlight=False)
     return 0
 
 
@@ -174,9 +176,9 @@ def progress_bar(description: str, after: float = 2.0) -> Iterator[Callable[[int
 
 
 def dry_run_summary(left: Left, unknown: list[str], workers: int, to_run: int) -> str:
-    """The line under the dry-run table: the training time left, what of it cannot be forecast and why, and
-    what the columns mean. Where all the training left is in tasks with no rate, its time is unknown, and where
-    no cell is left to run, nothing is left: neither is "about 0.0 hours"."""
+    """The line under the dry-run table: the training time left, and what of it cannot be forecast and why (the
+    LEGEND of the columns follows it). Where all the training left is in tasks with no rate, its time is unknown,
+    and where no cell is left to run, nothing is left: neither is "about 0.0 hours"."""
     why = ("no complete record of the same task and data, trained on the kind of device these runs get here, "
            "gives a rate, or the budget is not in steps")
     if not to_run:
@@ -189,9 +191,12 @@ def dry_run_summary(left: Left, unknown: list[str], workers: int, to_run: int) -
         text = (f"about {left.run / 3600:.1f} hours of training left, one run after another ({', '.join(spent)})"
                 + (f" (and an unknown amount for {', '.join(unknown)}: {why})" if unknown else "")
                 + f"; with {workers} worker{'s' if workers > 1 else ''} about {left.wall / 3600:.1f} hours")
-    return (f"{text}. stale: recorded or started under another definition, so run again. s/step: median seconds "
-            "per training step of the task's complete records (in --out, --reuse-from and reports/<experiment "
-            "name>) from this hardware (GPU model, or CPU "
-            "instruction set), or where it has none from others of its kind (named below), measured with as many "
-            "runs sharing the machine as they had; evaluation is not counted. CPU runs that set "
-            "their threads share the machine's cores: workers beyond cores / threads do not shorten the wall time.")
+    return f"{text}."
+
+
+LEGEND = ("stale: recorded or started under another definition, so run again.",
+          "s/step: the median seconds a training step took in the task's complete records (in --out, --reuse-from "
+          "and reports/<experiment name>) on this hardware (GPU model or CPU instruction set), else on others of "
+          "its kind (named), as many runs sharing the machine as they had; evaluation not counted.",
+          "CPU runs that set their threads share the cores: workers beyond cores / threads do not shorten the wall "
+          "time.")
