@@ -188,10 +188,10 @@ def test_a_detectable_delta_beyond_the_metrics_range_is_said_to_be_none_within_i
                    equivalence=None)
     assert wild.undetectable == "range" and wild.result.verdict not in ("better", "worse")
     assert verdict_text(wild, 3).startswith("no difference within the metric's range (0–100) could be detected")
-    assert verdict_text(wild, 3, short=True) == "none within the metric's range (0–100) detectable"
+    assert verdict_text(wild, 3, short=True) == "undecided: none within the metric's range (0–100) detectable"
     assert fmt_detectable(wild) == "287.02: more than the metric's range (0–100)"
     tame = replace(wild, mde=60.0)
-    assert tame.undetectable is None and verdict_text(tame, 3, short=True) == "none > 60.00 detectable"
+    assert tame.undetectable is None and verdict_text(tame, 3, short=True) == "undecided: none > 60.00 detectable"
 
 
 @pytest.mark.parametrize("target", [0.5, 1.0, 2.0, 4.0])

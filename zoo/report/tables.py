@@ -160,8 +160,9 @@ def verdict_text(comparison: Comparison, min_seeds: int, short: bool = False) ->
         none_of = detectable_phrase(comparison, lambda mde: f"> {fmt(mde, comparison.metric)}")
         return {"no verdict": f"no verdict ({result.n_variant} v {result.n_baseline} trained seeds)",
                 "equivalent": f"equivalent ±{comparison.equivalence.margin:g}" if comparison.equivalence else "",
-                "undecided": ("cannot reach the corrected level" if comparison.undetectable == "correction"
-                              else f"none {none_of} detectable"),
+                "undecided": "undecided: " + ("cannot reach the corrected level"
+                                              if comparison.undetectable == "correction"
+                                              else f"none {none_of} detectable"),
                 }.get(verdict_class(comparison), result.verdict)
     if result.verdict == FEW:
         return (f"no verdict: {result.n_variant} v {result.n_baseline} trained seeds (< {min_seeds}); per seed "
