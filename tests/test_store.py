@@ -253,8 +253,9 @@ def test_code_copied_without_its_git_folder_records_the_commit_it_declares(monke
 
 def test_a_complete_record_survives_an_experiment_file_broken_while_the_grid_runs(tmp_path, monkeypatch):
     """The probe's data loss: seed 1 recorded, a grid of seeds [0, 1] started, and while seed 0 trains an
-    editor half-saves the TOML (`steps = `). Seed 1 then cannot reload the experiment and fails; its complete
-    record must stay as it was, not be replaced by a failed one."""
+    editor half-saves the TOML (`steps = `). Seed 1's complete record must stay as it was, not be replaced by a
+    failed one. It was current when the grid started, so it is its result, read before any cell trained (the
+    executor gets only what has to train), and nothing reloads the broken file for it."""
     from zoo.experiment import cell as cell_module
 
     path = experiment_file(tmp_path, **{"seeds = [0, 1]": "seeds = [1]"})
@@ -273,9 +274,25 @@ def test_a_complete_record_survives_an_experiment_file_broken_while_the_grid_run
 
     monkeypatch.setattr(cell_module, "_run_cell", run_then_break_the_file)
     results = run_grid(experiment, tmp_path / "runs", tmp_path / "records", live=False)
-    assert results["post-norm/copy/seed-1"][0] == "failed"  # it could not be checked, and says why
+    assert results["post-norm/copy/seed-1"] == ("complete", "")
     assert record.read_bytes() == before
     assert records.read(record).status == "complete"
+
+
+def test_a_cell_that_cannot_reload_its_broken_experiment_file_fails_and_keeps_its_complete_record(tmp_path):
+    """The executor's side of the test above: a cell handed to `execute` (by another zoo run's grid, or one whose
+    record became current while it waited for the lock) reloads the experiment file; half-saved, it cannot, and the
+    cell fails saying why, its complete record untouched."""
+    path = experiment_file(tmp_path, **{"seeds = [0, 1]": "seeds = [1]"})
+    assert run(path, tmp_path)["post-norm/copy/seed-1"][0] == "complete"
+    record = tmp_path / "records" / "post-norm" / "copy" / "seed-1.json"
+    before = record.read_bytes()
+    (cell,) = [c for c in cells(load_experiment(path), tmp_path / "runs", tmp_path / "records")
+               if c.name == "post-norm/copy/seed-1"]
+    path.write_text(path.read_text() + "\nsteps = \n")  # a half-saved line
+    status, reason = execute(cell)
+    assert status == "failed" and reason
+    assert record.read_bytes() == before and records.read(record).status == "complete"
 
 
 @pytest.mark.parametrize("plant", ["lock", "task-folder"])

@@ -21,6 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
+from rich.padding import Padding
 
 from zoo.experiment import executors, owner, store
 from zoo.experiment import record as records
@@ -62,13 +63,13 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
     if stale:
         console.print(f"[yellow]{len(stale)} cells were run under another definition; their old records and run "
                       f"directories go to {store.STALE}/ and they are run again:[/]")
-        for name, changed in stale.items():
-            console.print(escape(f"  {name}: " + "; ".join(changed[:4]) + (" ..." if len(changed) > 4 else "")),
-                          soft_wrap=True)
+        for name, changed in stale.items():  # wrapped at words, not cut mid-name at the terminal's edge
+            console.print(Padding(escape(f"{name}: " + "; ".join(changed[:4]) + (" ..." if len(changed) > 4 else "")),
+                                  (0, 0, 0, 2)), highlight=False)
     grid = reusable(experiment, grid, list(reuse_from))
     crowded = runner.oversubscribed(experiment, grid) if isinstance(runner, executors.Local) else None
     if crowded:
-        console.print(f"[yellow]{crowded}[/]", soft_wrap=True)
+        console.print(f"[yellow]{crowded}[/]")
     copies = [cell for cell in grid if cell.reuse]
     if copies:
         console.print(f"{len(copies)} cells have a record of the same definition in another experiment's records; "
