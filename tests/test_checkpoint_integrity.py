@@ -197,3 +197,21 @@ def test_a_plain_zoo_train_run_checks_its_checkpoint_too(tmp_path, capsys):
     assert "seed 1's checkpoint, not seed 0's; moved to" in err and "training seed 0 from step 0" in err
     assert sorted(p.name for p in (run_dir / store.STALE).glob("*/*")) == [checkpoints.FILE, rundir.METRICS]
     assert comparable(rundir.read_table(run_dir / rundir.SUMMARY)) == comparable(summary)
+
+
+def test_a_damaged_checkpoint_is_not_evaluated(whole, tmp_path):
+    """`zoo evaluate`, `zoo translate` and a cell's test decoding load a run's last checkpoint through load_run:
+    one whose content no longer matches its hash is refused in one line, never scored."""
+    from zoo.train.run import load_run
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(cell_of(whole, 0).out, run_dir)
+    load_run(run_dir)  # intact: loads
+    path = run_dir / checkpoints.FILE
+    with safe_open(str(path), framework="pt") as file:
+        name = next(n for n in file.keys() if n.startswith("model/") and "weight" in n)  # noqa: SIM118
+        weight = file.get_tensor(name)
+    weight.view(torch.int32).view(-1)[0] ^= 1 << 23
+    rewrite(path, tensors={name: weight})
+    with pytest.raises(RunError, match="do not match its content hash"):
+        load_run(run_dir)

@@ -29,6 +29,10 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[S
     path = checkpoint.find(run_dir)
     if path is None:
         raise RunError(f"{run_dir}: no {checkpoint.FILE}; is this a run directory written by `zoo train`?")
+    state = checkpoint.load(path)
+    if state.format > 1 and not state.intact:  # format 1 carries no hash: an older run is evaluated as it is
+        raise RunError(f"{path}: its tensors or metadata do not match its content hash (damaged or edited since it "
+                       "was written); no model is evaluated from it: train the run again")
     model = build(spec, seed=config.seed)
-    checkpoint.restore(checkpoint.load(path), model)
+    checkpoint.restore(state, model)
     return model.to(device).eval(), task, config
