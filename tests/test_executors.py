@@ -91,11 +91,11 @@ def test_a_registered_executor_runs_the_grid_through_run_grid(tmp_path, inline):
 
 
 def test_an_unknown_executor_names_the_valid_ones(tmp_path, capsys):
-    with pytest.raises(RegistryError, match=r"unknown executor 'slurm' \(valid: local, ray; a name from a plugin"):
-        run_grid(load_experiment(SMOKE), tmp_path / "runs", tmp_path / "records", executor="slurm", live=False)
-    assert main(["run", str(SMOKE), "--executor", "slurm", "--out", str(tmp_path / "out")]) == 2
+    with pytest.raises(RegistryError, match=r"unknown executor 'pbs' \(valid: local, ray, slurm; a name from a plugin"):
+        run_grid(load_experiment(SMOKE), tmp_path / "runs", tmp_path / "records", executor="pbs", live=False)
+    assert main(["run", str(SMOKE), "--executor", "pbs", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "valid: local, ray" in err
+    assert len(err.strip().splitlines()) == 1 and "valid: local, ray, slurm" in err
     assert not (tmp_path / "out").exists()  # refused before anything was written
 
 

@@ -5,19 +5,20 @@ registers under a name; `zoo run --executor NAME` then uses it, and a plugin add
 
     from zoo.experiment.executors import Executor, ExecutorOptions, register_executor
 
-    class SlurmOptions(ExecutorOptions):
-        partition: str = "cpu"
+    class PBSOptions(ExecutorOptions):
+        queue: str = "batch"
 
-    @register_executor("slurm")
-    class Slurm(Executor):
-        Options = SlurmOptions
+    @register_executor("pbs")
+    class PBS(Executor):
+        Options = PBSOptions
         def run(self, grid, results): ...   # results[cell.name] = execute(cell, threads, wait=True), on a node
 
 Whatever runs a cell calls `zoo.experiment.cell.execute`, which never raises, takes the cell's lock, loads
 the cell's plugins and records the outcome in the store; the live view reads only the store, so it shows
 every executor's cells the same way. Built-ins: `local` (in this process, or N worker processes splitting the
-CPU threads; worker processes exit when their parent dies) and `ray` (each cell a Ray task; run directories
-and records on a filesystem every node shares).
+CPU threads; worker processes exit when their parent dies), `ray` (each cell a Ray task; run directories
+and records on a filesystem every node shares) and `slurm` (each cell a job of a Slurm job array: its own module,
+zoo/experiment/slurm.py, registered when the package zoo.experiment is imported; it imports this one).
 """
 
 from __future__ import annotations
