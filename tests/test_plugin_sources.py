@@ -284,3 +284,46 @@ def test_two_plugins_of_one_file_name_both_decide_a_cell(tmp_path, new_process, 
         second = cell()
         assert second["plugins"] != first["plugins"], edited
         first = second
+
+
+# -- what issue 56 found unseen: torch patched, code replaced in place, data files read --------------------------
+def test_a_plugin_that_patches_torch_makes_every_cell_depend_on_it(tmp_path, new_process, monkeypatch):
+    """`torch.nn.Linear.forward = ...` changes every model's numbers and no registered class shows it: every cell
+    carries the plugin's hash."""
+    import torch
+
+    monkeypatch.setattr(torch.nn.Linear, "forward", torch.nn.Linear.forward)  # the original comes back at the end
+    (tmp_path / "patch_torch.py").write_text(
+        "import torch\n\n_forward = torch.nn.Linear.forward\n\n\n"
+        "def forward(self, x):\n    return _forward(self, x) * 1.0001\n\n\ntorch.nn.Linear.forward = forward\n")
+    definitions = _definitions(tmp_path, "patch_torch.py", "conv1d", other="linear")
+    assert all(set(d["plugins"]) == {"patch_torch.py"} for d in definitions.values())
+
+
+def test_a_function_whose_code_a_plugin_replaces_in_place_is_seen(tmp_path, new_process, monkeypatch):
+    """The same function object with another `__code__`: no binding changed, yet the numbers did."""
+    from zoo.components.ffn import LinearFFN
+
+    monkeypatch.setattr(LinearFFN.forward, "__code__", LinearFFN.forward.__code__)
+    (tmp_path / "recode.py").write_text(
+        "from zoo.components.ffn import LinearFFN\n\n\ndef forward(self, x):\n    return x\n\n\n"
+        "LinearFFN.forward.__code__ = forward.__code__\n")
+    definitions = _definitions(tmp_path, "recode.py", "linear")
+    assert set(definitions["plugged"]["plugins"]) == {"recode.py"} and "plugins" not in definitions["conv1d"]
+
+
+def test_the_data_files_a_plugin_declares_are_part_of_its_source(tmp_path, new_process):
+    """`ZOO_READS = ["constants.json"]`: editing the constants stales the plugin's cells; a declared file that is not
+    there is one line."""
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "__init__.py").write_text(ffn_plugin("constff") + '\nZOO_READS = ["constants.json"]\n')
+    (folder / "constants.json").write_text('{"scale": 1.0}')
+    first = _definitions(tmp_path, "pkg", "constff")["plugged"]["plugins"]["pkg"]
+    new_process()
+    (folder / "constants.json").write_text('{"scale": 2.0}')
+    assert _definitions(tmp_path, "pkg", "constff")["plugged"]["plugins"]["pkg"] != first
+    new_process()
+    (folder / "constants.json").unlink()
+    with pytest.raises(PluginError, match="ZOO_READS names 'constants.json', which is not a file"):
+        load(str(folder))

@@ -19,7 +19,9 @@ put on sys.path and imported, say. `fingerprint` hashes them all (sha256). A cel
 any of them defines has that hash in its definition, and so has a cell using a class the plugin changed while it
 loaded (`LinearFFN.forward = ...`, seen by comparing zoo's modules and classes before and after): a changed
 registered class, or a base of one, stales the cells using it or a class deriving from it; a change elsewhere
-in the code behind a cell's numbers (zoo.model, zoo.train, ...) stales every cell. So editing any of it makes
+in the code behind a cell's numbers (zoo.model, zoo.train, ..., and torch's layers, functional and Tensor) stales
+every cell; a function's `__code__` replaced in place counts. Data files a plugin declares it reads
+(`ZOO_READS`, relative to its file) are part of its source too. So editing any of it makes
 those cells stale, like any other change; when unsure, more cells go stale, never fewer. (Changes made later,
 by a plugin's function when it runs, or inside a container such as a dict, are not seen.)
 
@@ -176,12 +178,14 @@ class _Snapshot:
 
     @classmethod
     def take(cls) -> _Snapshot:
-        modules = [sys.modules[name] for name in _watched()]
+        modules = [sys.modules[name] for name in (*_watched(), *_torch_watched())]
         registered = _registered()
         defined = {value for module in modules for value in vars(module).values()
                    if isinstance(value, type) and value.__module__ == module.__name__}
-        owners = [*modules, *(registered | defined)]
-        return cls(tuple((owner, dict(vars(owner))) for owner in owners), frozenset(registered))
+        import torch
+
+        owners = [*modules, *(registered | defined), torch.Tensor]
+        return cls(tuple((owner, _bindings(owner)) for owner in owners), frozenset(registered))
 
     def changes(self) -> tuple[tuple[type, ...], bool]:
         """(the registered classes or their bases whose attributes changed since, whether anything else changed:
@@ -193,15 +197,37 @@ class _Snapshot:
 _ABSENT = object()
 
 
+@cache
+def _torch_watched() -> tuple[str, ...]:
+    """torch's code behind every model's numbers: torch, torch.nn.functional, torch.nn.init and the layer modules
+    (torch.nn.modules.*, whose classes `nn.Linear.forward = ...` would change), all imported now."""
+    import torch.nn.modules
+
+    names = ["torch", "torch.nn.functional", "torch.nn.init", "torch.nn.modules",
+             *(info.name for info in pkgutil.iter_modules(torch.nn.modules.__path__, "torch.nn.modules."))]
+    for name in names:
+        importlib.import_module(name)
+    return tuple(names)
+
+
+def _bindings(owner: object) -> dict[str, object]:
+    """`owner`'s attributes, each with its function's code object where it has one: rebinding an attribute, and
+    replacing a function's `__code__` in place, both show."""
+    return {key: (value, getattr(value, "__code__", None)) for key, value in vars(owner).items()}
+
+
 def _differs(owner: object, before: dict[str, object]) -> bool:
-    """Whether an attribute of `owner` was bound, rebound or deleted since `before`; in a module, not the binding
-    of a submodule imported since nor a dunder such as __warningregistry__ (written by the warnings module)."""
-    now = vars(owner)
+    """Whether an attribute of `owner` was bound, rebound or deleted since `before`, or its function's code
+    replaced; in a module, not the binding of a submodule imported since nor a dunder such as __warningregistry__
+    (written by the warnings module)."""
+    now = _bindings(owner)
     keys = set(before) | set(now)
     if isinstance(owner, ModuleType):
         keys = {key for key in keys if not (key.startswith("__") and key.endswith("__"))
-                and not (isinstance(now.get(key), ModuleType) and now[key].__name__ == f"{owner.__name__}.{key}")}
-    return any(before.get(key, _ABSENT) is not now.get(key, _ABSENT) for key in keys)
+                and not (isinstance(now.get(key, (None,))[0], ModuleType)
+                         and now[key][0].__name__ == f"{owner.__name__}.{key}")}
+    return any(before.get(key, (_ABSENT,))[0] is not now.get(key, (_ABSENT,))[0]
+               or before.get(key, (None, None))[1] is not now.get(key, (None, None))[1] for key in keys)
 
 
 def _version(module: str) -> str:
@@ -295,7 +321,7 @@ def _load_new(name: str, base: Path | None, path: bool, key: str, identity: str)
     before = set(sys.modules)
     module = _import(name, base, path)
     brought = _brought_in(before)
-    source = set(files(module)) | set(brought.values())
+    source = set(files(module)) | set(brought.values()) | set(_declared_reads(name, module))
     if path and Path(key).is_file():  # a file plugin: the files beside it may be its helpers
         source |= set(_python_files(Path(key).parent))
     plugin = Plugin(name, key, module.__name__, "unversioned" if path else _version(module.__name__),
@@ -303,6 +329,26 @@ def _load_new(name: str, base: Path | None, path: bool, key: str, identity: str)
                     *snapshot.changes(), identity=identity)
     _loaded[key] = plugin
     return plugin
+
+
+READS = "ZOO_READS"  # a plugin module's list of the data files it reads (paths relative to its own file)
+
+
+def _declared_reads(name: str, module: ModuleType) -> list[Path]:
+    """The files a plugin declares it reads (`ZOO_READS = ["constants.json"]`, relative to its module's file): part
+    of its source, so that editing one stales the cells using the plugin. A declared file that is not there is a
+    PluginError: a dependency the definition cannot see is worse than none declared."""
+    declared = getattr(module, READS, [])
+    if isinstance(declared, (str, Path)) or not all(isinstance(p, (str, Path)) for p in declared):
+        raise PluginError(f"plugin {name!r}: {READS} must be a list of paths, got {declared!r}")
+    folder = Path(module.__file__).parent if getattr(module, "__file__", None) else Path()
+    found = []
+    for entry in declared:
+        path = (folder / Path(entry).expanduser()).resolve()
+        if not path.is_file():
+            raise PluginError(f"plugin {name!r}: {READS} names {entry!r}, which is not a file ({path})")
+        found.append(path)
+    return found
 
 
 def _import(name: str, base: Path | None, path: bool) -> ModuleType:
