@@ -53,9 +53,10 @@ def run(path: Path, root: Path) -> dict:
 
 
 def comparable(value):
-    """A record without what legitimately differs between two runs of it: timings and provenance."""
+    """A record without what legitimately differs between two runs of it: timings and provenance, and the digest
+    of its content, which holds them."""
     if isinstance(value, dict):
-        return {k: comparable(v) for k, v in value.items() if k not in TIMINGS and k != "provenance"}
+        return {k: comparable(v) for k, v in value.items() if k not in TIMINGS and k not in ("provenance", "digest")}
     if isinstance(value, list):
         return [comparable(v) for v in value]
     return value

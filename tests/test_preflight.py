@@ -16,6 +16,7 @@ from smoke_runs import SMOKE, TRAIN, experiment_file
 from zoo import machine
 from zoo.cli import main
 from zoo.experiment import load_experiment
+from zoo.experiment import record as records
 from zoo.experiment.forecast import forecast
 from zoo.experiment.grid import cells
 from zoo.experiment.preflight import warnings
@@ -50,7 +51,7 @@ def made_on(path: Path, capability: str | None, slower: float = 1.0) -> None:
     record = json.loads(path.read_text())
     record["provenance"]["cpu_capability"] = capability
     record["summary"]["train_seconds"] *= slower
-    path.write_text(json.dumps(record))
+    records.write(path, records.Record.model_validate(record))  # as written: its digest agrees
 
 
 def preflight(root: Path, text: str = SMOKE, **replace: str) -> list[str]:
@@ -176,7 +177,7 @@ def test_a_gpu_this_machine_lacks_is_forecast_from_the_gpu_records_without_namin
     for path in found.values():
         record = json.loads(path.read_text())
         record["summary"]["device"] = "cuda (NVIDIA H200)"
-        path.write_text(json.dumps(record))
+        records.write(path, records.Record.model_validate(record))  # as written: its digest agrees
     experiment = load_experiment(experiment_file(grid, **{'device = "cpu"': 'device = "cuda"'}))
     [row] = forecast(experiment, cells(experiment, grid / "runs", grid / "records"))
     assert row.device == "cuda" and row.seconds_per_step is not None

@@ -1,6 +1,6 @@
-"""The typed record: `record.read` gives the model, and writing what was read gives the very bytes read, so
-records committed beside reports, records copied between experiments and diverged records (NaN, inf) are
-written as they always were."""
+"""The typed record: `record.read` gives the model, and writing what was read gives the very bytes read (a record
+written before digests gains its digest, and nothing else), so records committed beside reports, records copied
+between experiments and diverged records (NaN, inf) are written as they always were."""
 
 from __future__ import annotations
 
@@ -30,8 +30,10 @@ def _round_trip(source: Path, tmp_path: Path) -> bytes:
 
 
 @pytest.mark.parametrize("path", SAMPLE, ids=[p.relative_to(ROOT / "reports").as_posix() for p in SAMPLE])
-def test_a_committed_record_read_and_written_again_is_the_same_bytes(path, tmp_path):
-    assert _round_trip(path, tmp_path) == path.read_bytes()
+def test_a_committed_record_read_and_written_again_is_the_same_bytes_and_its_digest(path, tmp_path):
+    """Committed records were written before digests: written again, each gains the digest of its very bytes."""
+    digest = records.content_digest(path.read_bytes().removesuffix(b"\n"))
+    assert _round_trip(path, tmp_path).replace(f',"digest":"{digest}"'.encode(), b"") == path.read_bytes()
 
 
 def test_a_read_record_holds_its_numbers_packed():
@@ -91,7 +93,9 @@ def test_a_copied_record_differs_from_its_original_in_cell_and_provenance_only(t
     expected = {**original, "cell": {"experiment": "study", "variant": "copy-variant", "task": made["task"], "seed": 7},
                 "provenance": {**original["provenance"], "copied_from":
                                f"{made['experiment']}/{made['variant']}/{made['task']}/seed-{made['seed']}"}}
-    text = json.dumps(expected, sort_keys=True, separators=(",", ":"), allow_nan=True) + "\n"
+    body = json.dumps(expected, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    text = json.dumps({**expected, "digest": records.content_digest(body)}, sort_keys=True, separators=(",", ":"),
+                      allow_nan=True) + "\n"
     assert cell.record.read_text() == text
 
 
@@ -103,7 +107,8 @@ def test_records_are_built_as_the_model_they_are_read_with(tmp_path):
     failed = records.failed(head, "boom", "Traceback ...")
     assert isinstance(failed, records.Record) and failed.traceback == "Traceback ..."
     records.write(tmp_path / "seed-0.json", failed)
-    assert records.read(tmp_path / "seed-0.json") == failed
+    read = records.read(tmp_path / "seed-0.json")
+    assert read.digest and read == failed.model_copy(update={"digest": read.digest})
     with pytest.raises(ValueError, match="seed"):
         records.base({**HEAD["cell"], "seed": "0"}, {}, "", 1, commit="abc")
 

@@ -193,7 +193,7 @@ def test_strings_from_records_cannot_reshape_the_report(fake, tmp_path):
     record = json.loads(path.read_text())
     record["provenance"]["cpu"] = "Evil CPU\n## Injected heading <script>alert(1)</script>"
     record["summary"]["device"] = "cpu | x\n- injected item"
-    path.write_text(json.dumps(record))
+    records.write(path, records.Record.model_validate(record))  # as written: its digest agrees
     text = build_report(experiment, records_root, tmp_path / "out", "zoo report fake")[0].read_text()
     assert "\n## Injected heading" not in text and "<script>" not in text and "\n- injected item" not in text
     assert "Evil CPU ## Injected heading &lt;script&gt;alert(1)&lt;/script&gt;" in text

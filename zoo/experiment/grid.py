@@ -3,8 +3,10 @@
 Where things live, what defines a cell and how cells are locked: zoo/experiment/store.py. A cell is:
 
 1. recorded: a record of its current definition is there (committed, or from an earlier run), so it is skipped;
-2. stale: a record or run directory of another definition is there; it is moved aside (runs/.stale,
-   records/.stale) and run again, and the grid's first lines name such cells and what changed (`plan`);
+2. stale: a record or run directory of another definition is there, or a record that `records.read` refuses (not
+   a record, numbers that disagree, content changed since it was written); it is moved aside (runs/.stale,
+   records/.stale) and run again, and the grid's first lines name such cells and what changed, or the file and
+   why it was refused (`plan`);
 3. todo: nothing of it yet, or a run directory of its definition to resume. Where the records of another
    experiment named with `--reuse-from` hold one of the same definition, `reusable` marks the cell to copy it
    (the definition decides the numbers, and training is deterministic on one machine, so training it again
@@ -131,10 +133,12 @@ def read_record(path: Path) -> records.Record | None:
 
 def cell_state(cell: Cell, current: dict) -> tuple[str, list[str]]:
     """('recorded' | 'stale' | 'todo', what changed) for a cell whose definition is now `current`.
-    A failed record is no result: the cell is run again (and its record replaced)."""
-    record = read_record(cell.record)
-    if record is None and cell.record.exists():
-        return "stale", [f"{cell.record} cannot be read"]
+    A failed record is no result: the cell is run again (and its record replaced); a refused one is stale, with
+    the one line `records.read` gives (the file and why)."""
+    try:
+        record = records.read(cell.record) if cell.record.exists() else None
+    except rundir.RunError as err:
+        return "stale", [f"its record is refused: {err}"]
     if record is not None and record.status != "failed":
         changed = store.changes(record.definition, current)
         return ("stale", changed) if changed else ("recorded", [])

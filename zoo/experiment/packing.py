@@ -92,6 +92,6 @@ def unpack(packed: dict[str, Any]) -> tuple[dict[str, Any], list[str] | None]:
             sentences[name] = _restore(residuals, predictors).reshape(shape).tolist()  # as format 1 holds them
             offset += size
         rest = json.loads(data[offset:].decode())
-    except (KeyError, TypeError, ValueError, lzma.LZMAError, UnicodeDecodeError) as err:
+        return {**sentences, **rest["ragged"]}, rest["hypotheses"]
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError, lzma.LZMAError, UnicodeDecodeError) as err:
         raise ValueError(f"packed: cannot be decoded ({type(err).__name__}: {err})") from None
-    return {**sentences, **rest["ragged"]}, rest["hypotheses"]

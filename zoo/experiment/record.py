@@ -21,20 +21,27 @@
                                                              sentence-level metric on it alone; "test" and
                                                              "sentences" are over their union
       "signatures": {"bleu": "...", "chrf": "..."},          the metrics' signatures (sacreBLEU's)
-      "provenance": {zoo version and commit, torch, python, cpu, concurrent runs, finished}
+      "provenance": {zoo version and commit, torch, python, cpu, concurrent runs, finished},
+      "digest": "..."                                        sha256 of the record's canonical JSON without this field
     }
 
 From format 2 a record keeps "sentences" and "hypotheses" in one compressed field, "packed"
 (zoo/experiment/packing.py: lossless, 6-7 times smaller); reading it gives them back as format 1 holds them.
-Records of format 1 stay as they are, read and written as they were.
+Records of format 1 stay as they are, read and written as they were (written again, a record gains its digest).
 
 The report reads records alone: no checkpoint, no run directory, no reference file. Sentence
 statistics are what a seed-aware bootstrap over test sentences needs (sacreBLEU's own sufficient
 statistics, so every resampled score is sacreBLEU's). A record never exceeds MAX_BYTES.
+
+Reading a record checks it (`read`): its types and ranges here (the models below), and that its numbers tell one
+story in zoo/experiment/consistency.py. `write` stores "digest", which `read` recomputes: an accidental edit (a
+value changed by hand, a bad merge) is refused. Anyone can recompute a digest, so it is no defence against a
+deliberate edit. Records written before digests have none, and are read as they are.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -42,12 +49,13 @@ import subprocess
 from array import array
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Annotated, Any, Iterable, Literal
 
 import numpy as np
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
     StrictFloat,
     StrictInt,
     StrictStr,
@@ -55,7 +63,9 @@ from pydantic import (
     field_serializer,
     model_serializer,
     model_validator,
+    with_config,
 )
+from typing_extensions import TypedDict
 
 from zoo import metrics
 from zoo.experiment import packing
@@ -225,11 +235,24 @@ def failed(head: Head, reason: str, trace: str) -> Record:
     return Record(**dict(head), status="failed", reason=reason, traceback=trace[-4000:])
 
 
+def canonical(fields: dict[str, Any]) -> str:
+    """A record's fields as written: sorted keys, compact, NaN and infinities as JSON's extension writes them."""
+    return json.dumps(fields, sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+
+def content_digest(body: str | bytes) -> str:
+    """The digest of a record's canonical JSON without its digest field (`canonical`)."""
+    return hashlib.sha256(body.encode() if isinstance(body, str) else body).hexdigest()
+
+
 def write(path: Path, record: Record) -> None:
-    """Write a record (as it was read or built: the fields it was given, extras included, and no others, so
-    a record read and written again is the same bytes), sorted and compact."""
+    """Write a record (as it was read or built: the fields it was given, extras included, and no others), sorted
+    and compact, with the digest of that content: a record read and written again is the same bytes, apart from
+    the digest a record written before digests gains."""
     fields = record.model_dump(exclude_unset=True)
-    text = json.dumps(fields, sort_keys=True, separators=(",", ":"), allow_nan=True) + "\n"
+    fields.pop("digest", None)
+    fields["digest"] = content_digest(canonical(fields))
+    text = canonical(fields) + "\n"
     if len(text.encode()) > MAX_BYTES:
         raise RunError(f"{path}: the record would be {len(text.encode()):,} bytes, over {MAX_BYTES:,}; "
                        "decode a smaller test set or log less often")
@@ -237,8 +260,9 @@ def write(path: Path, record: Record) -> None:
 
 
 def read(path: Path) -> Record:
-    """A record, checked against the format above (shapes, types, and a complete record's test metrics
-    against its own per-sentence statistics); RunError naming the file and the first problem otherwise.
+    """A record, checked against the format above: types and ranges (the models below), that its numbers tell one
+    story (zoo/experiment/consistency.py), and that its content is what was written (its digest, where it has
+    one); RunError naming the file and the first problem, in one line, otherwise.
 
     pydantic parses the JSON itself: the same values (NaN and infinities included) as json.loads and then
     validating the dict, in about half the time (every record committed under reports/ reads back the same;
@@ -254,14 +278,66 @@ def read(path: Path) -> Record:
         if first["type"] == "json_invalid":
             raise RunError(f"{path}: cannot read ({first['msg']})") from None
         where = ".".join(str(part) for part in first["loc"]) or "record"
-        raise RunError(f"{path}: not a zoo record of format 1 or {FORMAT}: {where}: {first['msg']}") from None
-    problem = inconsistency(record)
+        raise RunError(f"{path}: not a zoo record of format 1 or {FORMAT}: {where}: "
+                       f"{first['msg'].removeprefix('Value error, ')}{_given(first)}") from None
+    problem = inconsistency(record)  # before the digest: what disagrees says more than that something changed
     if problem:
         raise RunError(f"{path}: a damaged record: {problem}")
+    if record.digest is not None:
+        found = _digest_of(text, record.digest)
+        if found != record.digest:
+            raise RunError(f"{path}: edited after it was written: digest {record.digest[:12]}... does not match its "
+                           f"content ({found[:12]}...)")
     return record
 
 
+def _given(error: dict[str, Any]) -> str:
+    """', not <value>' for a pydantic error about a plain value (a number, text, null); '' for the rest."""
+    value = error.get("input")
+    if error["type"] in ("missing", "value_error") or isinstance(value, (dict, list)):
+        return ""
+    shown = repr(value)
+    return f", not {shown if len(shown) <= 40 else shown[:37] + '...'}"
+
+
+def _digest_of(text: bytes, stored: str) -> str:
+    """The digest of a record file's content without its digest field. A file as `write` wrote it is that content
+    with ',"digest":"<stored>"' added and a newline: hashing it without them is one pass over the bytes. Any other
+    file (the same content formatted otherwise, or edited) is parsed and written canonically first."""
+    field = f',"digest":"{stored}"'.encode()
+    if text.count(field) == 1 and text.endswith(b"}\n"):
+        found = content_digest(text.replace(field, b"")[:-1])
+        if found == stored:
+            return found
+    try:
+        fields = json.loads(text)
+    except (ValueError, RecursionError):
+        return "unreadable"
+    fields.pop("digest", None)
+    return content_digest(canonical(fields))
+
+
 Value = StrictFloat | StrictInt | StrictStr | None  # JSON numbers (NaN/inf from a diverged loss), text, null
+Count = Annotated[StrictInt, Field(ge=0, lt=2**63)]  # steps, tokens, parameters, sentences
+Amount = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] | Count  # seconds, epochs: finite, not negative
+DIGEST = r"^[0-9a-f]{64}$"
+
+
+@with_config(ConfigDict(extra="allow"))
+class Provenance(TypedDict, total=False):
+    """Where a record was made (`provenance`): a dict, so a reader's .get works, with each field of its type or
+    null (not recorded, as when it is absent)."""
+
+    zoo: StrictStr | None
+    commit: StrictStr | None
+    torch: StrictStr | None
+    python: StrictStr | None
+    cpu: StrictStr | None
+    cpu_capability: StrictStr | None
+    concurrent_runs: Annotated[StrictInt, Field(ge=1)] | None
+    finished: StrictStr | None
+    plugins: list[dict[str, Any]] | None
+    copied_from: StrictStr | None
 
 
 class Cell(BaseModel):
@@ -276,11 +352,11 @@ class Cell(BaseModel):
 
 class Summary(BaseModel):
     model_config = ConfigDict(extra="allow")
-    parameters: StrictInt | None = None
-    steps: StrictInt | None = None
-    epochs: StrictFloat | StrictInt | None = None
-    tokens: StrictInt | None = None
-    train_seconds: StrictFloat | StrictInt | None = None
+    parameters: Count | None = None
+    steps: Count | None = None
+    epochs: Amount | None = None
+    tokens: Count | None = None
+    train_seconds: Amount | None = None
     device: StrictStr | None = None
     precision: StrictStr | None = None
     spec_digest: StrictStr | None = None
@@ -301,6 +377,12 @@ class Curves(BaseModel):
                 raise ValueError(f"{part}: columns of different lengths")
         for name, values in self.train.items():
             self.train[name] = packed(values)
+        for part, columns in (("train", self.train), ("eval", self.eval)):
+            for name, values in columns.items():
+                wide = next((v for v in values if type(v) is int and not -2**63 <= v < 2**63), None) \
+                    if isinstance(values, list) else None  # a packed column holds int64s
+                if wide is not None:
+                    raise ValueError(f"{part}.{name}: {wide} does not fit a 64-bit integer")
         return self
 
     @field_serializer("train")
@@ -318,7 +400,10 @@ def packed(values: list[Value]) -> list[Value] | array:
     if kinds == {float}:
         return array("d", values)
     if kinds == {int}:
-        return array("q", values)
+        try:
+            return array("q", values)
+        except OverflowError:  # an integer beyond 64 bits: `Curves` names it
+            return values
     return values
 
 
@@ -327,7 +412,7 @@ class TestSet(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: StrictStr
-    sentences: StrictInt
+    sentences: Count
     scores: dict[str, StrictFloat | StrictInt]
 
 
@@ -339,7 +424,7 @@ class Head(BaseModel):
     cell: Cell
     definition: dict[str, Any]
     definition_digest: StrictStr
-    provenance: dict[str, Any] = {}
+    provenance: Provenance = {}
 
 
 class Record(BaseModel):
@@ -362,8 +447,9 @@ class Record(BaseModel):
     sentences: dict[str, list[list[StrictInt]] | list[StrictInt]] | None = None
     signatures: dict[str, StrictStr] | None = None
     test_sets: list[TestSet] | None = None
-    provenance: dict[str, Any] = {}
+    provenance: Provenance = {}
     traceback: StrictStr | None = None  # a failed record's: where the cell's code raised
+    digest: Annotated[StrictStr, Field(pattern=DIGEST)] | None = None  # set by `write`, checked by `read`
 
     @model_validator(mode="before")
     @classmethod

@@ -7,7 +7,7 @@ pure function of the records and the experiment file, and can be rebuilt anywher
 
 Columns of `collect`'s table (and of results.csv):
 
-    variant, task, seed, status, reason      status: complete | diverged | failed | stale | missing
+    variant, task, seed, status, reason      status: complete | diverged | failed | stale | refused | missing
     parameters, steps, tokens, train_seconds from the record's summary (parameters: trainable ones)
     tok_per_s                                tokens / train_seconds: mean training throughput
     valid_loss, valid_nll, valid_ppl         the last evaluation row (validation set)
@@ -20,7 +20,9 @@ Columns of `collect`'s table (and of results.csv):
     record                                   the record file, relative to the records folder
 
 A record whose definition differs from the experiment file as it is now (other steps, another spec,
-other data) is *stale*: listed, never counted.
+other data) is *stale*: listed, never counted. A record that `read` refuses (not a record, numbers that disagree
+with each other, content changed since it was written: zoo/experiment/record.py) is *refused*: listed with the
+reason, never counted; the report is made from the others.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def metric_columns(experiment: Experiment) -> list[str]:
 def columns(experiment: Experiment) -> tuple[str, ...]:
     """results.csv's columns: the cell, how it ran, the metrics (metric_columns), then the rest."""
     return (*KEYS, *RUN_COLUMNS, *metric_columns(experiment), *AFTER)
-STATUSES = ("complete", "diverged", "failed", "stale", "missing")
+STATUSES = ("complete", "diverged", "failed", "stale", "refused", "missing")
 
 
 class ReportError(ZooError):
@@ -80,19 +82,21 @@ def _number(value: Any) -> float:
 
 @dataclass
 class Records:
-    """The records of an experiment's grid, keyed by (variant, task, seed); stale ones kept apart."""
+    """The records of an experiment's grid, keyed by (variant, task, seed); stale and refused ones kept apart."""
 
     root: Path
     by_cell: dict[tuple[str, str, int], Record] = field(default_factory=dict)
     stale: dict[tuple[str, str, int], list[str]] = field(default_factory=dict)  # cell -> what changed
     unchecked_data: set[str] = field(default_factory=set)  # tasks whose data could not be fingerprinted here
+    refused: dict[tuple[str, str, int], str] = field(default_factory=dict)  # cell -> why `read` refused its record
 
     def get(self, variant: str, task: str, seed: int) -> Record | None:
         return self.by_cell.get((variant, task, seed))
 
 
 def load_records(experiment: Experiment, records_root: str | Path) -> Records:
-    """Every grid cell's record, checked against the cell's definition as the experiment file now gives it."""
+    """Every grid cell's record, checked against the cell's definition as the experiment file now gives it; a
+    record `read` refuses is kept apart with its reason (the file's name left out: it is the cell's)."""
     result = Records(Path(records_root))
     definitions: dict[tuple[str, str, int], dict[str, Any]] = {}
     for variant, task, seed in experiment.grid():
@@ -102,7 +106,8 @@ def load_records(experiment: Experiment, records_root: str | Path) -> Records:
         try:
             record = record_file.read(path)
         except RunError as err:
-            raise ReportError(str(err)) from None
+            result.refused[(variant, task.key, seed)] = str(err).removeprefix(f"{path}: ")
+            continue
         current = definitions.setdefault((variant, task.key, seed), store.definition(experiment, variant, task, seed))
         if current["data"] is None:
             result.unchecked_data.add(task.key)
@@ -127,10 +132,13 @@ def current_floors(experiment: Experiment, records_root: Path) -> dict[str, dict
 
 
 def read_row(record: Record | None, task: TaskEntry, stale: list[str] | None,
-             metric_names: list[str]) -> dict[str, Any]:
-    """One row of the results table from a cell's record (which may be missing or stale)."""
+             metric_names: list[str], refused: str = "") -> dict[str, Any]:
+    """One row of the results table from a cell's record (which may be missing, stale or refused: `refused` says
+    why)."""
     row: dict[str, Any] = {column: math.nan for column in (*RUN_COLUMNS, *metric_names, *AFTER)}
     row.update(status="missing", reason="no record: not run yet (zoo run)", device="", record="")
+    if refused:
+        return {**row, "status": "refused", "reason": refused}
     if stale:
         return {**row, "status": "stale", "reason": "recorded under another definition: " + "; ".join(stale[:3])}
     if record is None:
@@ -157,7 +165,7 @@ def collect(experiment: Experiment, records: Records) -> pd.DataFrame:
     rows, metric_names = [], metric_columns(experiment)
     for variant, task, seed in experiment.grid():
         key = (variant, task.key, seed)
-        row = read_row(records.get(*key), task, records.stale.get(key), metric_names)
+        row = read_row(records.get(*key), task, records.stale.get(key), metric_names, records.refused.get(key, ""))
         if row["status"] != "missing":
             row["record"] = record_path(Path("."), *key).as_posix()
         rows.append({"variant": variant, "task": task.key, "seed": seed, **row})

@@ -232,7 +232,8 @@ def throughput(experiment: Experiment, frame: pd.DataFrame, path: Path) -> Path:
                     va="center", transform=ax.get_yaxis_transform(), clip_on=False)
         if not len(rows):
             ax.text(0.5, 0.5, "no complete runs", ha="center", va="center", transform=ax.transAxes)
-        ax.set_xlim(0, 1.05 * max(rows.tok_per_s.astype(float).max() / 1000, 1e-3) if len(rows) else 1)
+        fastest = float(rows.tok_per_s.astype(float).max()) / 1000 if len(rows) else math.nan
+        ax.set_xlim(0, 1.05 * max(fastest, 1e-3) if math.isfinite(fastest) else 1)  # NaN: no run says its seconds
         ax.grid(axis="x", alpha=0.3)
         ax.set_title(task.key + (f" on {device}" if len(devices[task.key]) > 1 else ""), fontsize=9,
                      parse_math=False)  # a device name is a record's text, not TeX

@@ -47,7 +47,7 @@ class TaskLooks:
     decisions: dict[str, Decision] = field(default_factory=dict)  # per comparison analysed at least once
     same: dict[str, tuple[str, int]] = field(default_factory=dict)  # variant -> (its numbers' variant, look)
     rounds: dict[str, int] = field(default_factory=dict)  # variant -> rounds called
-    waiting: list[str] = field(default_factory=list)  # 'variant/seed-n (missing|stale|failed)'
+    waiting: list[str] = field(default_factory=list)  # 'variant/seed-n (missing|stale|refused|failed)'
     last: TaskAnalysis | None = None  # the last look's analysis (its per-seed values: the forecast's model)
 
     def undecided(self) -> list[str]:
@@ -77,9 +77,9 @@ class SequentialState:
                 for key, looks in self.tasks.items() for variant, rounds in looks.rounds.items()}
 
     def started(self) -> int:
-        """The last round of which some called cell has a record (current, stale or failed), at least 1: plain
+        """The last round of which some called cell has a record (current, stale, refused or failed), at least 1: plain
         `zoo run` trains the rounds started and never starts one (`zoo run --until-decided` does)."""
-        have = set(self.records.by_cell) | set(self.records.stale)
+        have = set(self.records.by_cell) | set(self.records.stale) | set(self.records.refused)
         rounds = [1 + (seed - self.first) // self.plan.round_seeds for (variant, key), seeds in self.calls().items()
                   for seed in seeds if (variant, key, seed) in have]
         return max([1, *rounds])
@@ -145,7 +145,8 @@ def _waiting(records: Records, task: TaskEntry, calls: dict[tuple[str, str], tup
     for (variant, key), seeds in calls.items():
         for seed in seeds:
             record = records.get(variant, key, seed)
-            why = ("stale" if (variant, key, seed) in records.stale else "missing") if record is None else \
+            why = ("stale" if (variant, key, seed) in records.stale else "refused" if (variant, key, seed) in
+                   records.refused else "missing") if record is None else \
                 "failed" if record.status == "failed" else ""
             if why:
                 out.append(f"{variant}/seed-{seed} ({why})")
@@ -165,7 +166,8 @@ def called_records(state: SequentialState, experiment: Experiment) -> Records:
     cells = {(variant, task.key, seed) for variant, task, seed in experiment.grid()}
     records = state.records
     return Records(records.root, {key: r for key, r in records.by_cell.items() if key in cells},
-                   {key: why for key, why in records.stale.items() if key in cells}, set(records.unchecked_data))
+                   {key: why for key, why in records.stale.items() if key in cells}, set(records.unchecked_data),
+                   {key: why for key, why in records.refused.items() if key in cells})
 
 
 # -- the report -----------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
-"""Grid status: which runs are missing, stale or broken, said before any number."""
+"""Grid status: which runs are missing, stale or broken (a record refused: which file, and why), said before any
+number."""
 
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 from zoo.report.collect import STATUSES
 from zoo.report.sections.sequential import called_line
@@ -16,7 +18,9 @@ def grid_status(report: Report) -> list[str]:
     planned = f"{len(frame)} runs planned" if report.sequential is None else called_line(report)
     lines = [f"{planned}: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]) + ".", ""]
     problems = frame[~frame.status.isin(["complete", "diverged", "missing"])]
-    notes = [f"- `{r.variant} / {r.task} / seed-{r.seed}`: **{r.status}**: {md_text(r.reason)}"
+    folder = Path(report.analyst.records.root).name
+    notes = [f"- `{r.variant} / {r.task} / seed-{r.seed}`: **{r.status}**: "
+             + (f"`{folder}/{r.record}` is not used: " if r.status == "refused" else "") + md_text(r.reason)
              for r in problems.itertuples()]
     notes += _missing(frame)
     if notes:
