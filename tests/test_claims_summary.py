@@ -330,7 +330,7 @@ def test_the_literature_tables_readings():
                                                       "rotary alone")
     assert verdict_class(wide["swiglu"]) == "undecided"
     recipe = next(c for c in report("scale").checks if c.finding.variant == "recipe")
-    assert recipe.finding.against == "rotary" and signed(recipe.comparison.result.difference) == "−1.10"
+    assert recipe.finding.against == "rotary" and signed(recipe.untested.result.difference) == "−1.10"
     assert verdict_class(de["swiglu"]) == "equivalent" and verdict_class(at_8000["swiglu"]) == "better"
     assert readings["PreNorm + ScaleNorm + FixNorm"] == (
         "the other way at this budget (the unadjusted interval leaves +1.1 out); within ±1 by 8000 steps")

@@ -6,7 +6,8 @@ variants (a finding's `against`), and transfer interactions Δ_B − Δ_A that s
 with each other; the equivalences family holds their TOSTs. tests/test_inference.py covers 12 variants against
 one baseline; here each committed study that declares benjamini-hochberg gets its own family, test for test:
 
-    scale       9 comparisons at d_model 256 + 2 between variants + 7 interactions with the ablations' arms (18)
+    scale       9 comparisons at d_model 256 + 7 interactions with the ablations' arms (16; its two findings
+                between variants need a converged budget, so they are not testable and in no family)
     ablations   4 tasks x 13 comparisons, each task its own baseline (52)
     transfer    2 tasks x 8 comparisons + 8 interactions between them (24)
     lr-check    2 tasks x 3 comparisons + 6 interactions with the ablations' arms (12)
@@ -57,8 +58,7 @@ def _versus_baseline(task: str, n: int) -> list[tuple[str, str, str]]:
 
 
 STUDIES = {
-    "scale": Study({"small": _arms(7), "wide": _arms(9)},
-                   _versus_baseline("wide", 9) + [("wide", "v7", "v2"), ("wide", "v8", "v0")],
+    "scale": Study({"small": _arms(7), "wide": _arms(9)}, _versus_baseline("wide", 9),
                    [("small", "wide", f"v{i}") for i in range(7)]),
     "ablations": Study({f"t{k}": _arms(13) for k in range(4)},
                        [c for k in range(4) for c in _versus_baseline(f"t{k}", 13)], []),
@@ -136,7 +136,7 @@ def test_benjamini_hochberg_keeps_both_families_false_discovery_rates_at_the_stu
     means = truths(study, mixed)
     p, eq, estimate = p_values(study, draw(study, means, rng))
     truth = true_differences(study, means)
-    assert len(truth) == {"scale": 18, "ablations": 52, "transfer": 24, "lr-check": 12}[name]  # the reports' sizes
+    assert len(truth) == {"scale": 16, "ablations": 52, "transfer": 24, "lr-check": 12}[name]  # the reports' sizes
     false_differences, false_equivalences, found = [], [], 0
     for run in range(RUNS):
         different, equivalent = (np.asarray(adjusted) < ALPHA for adjusted in

@@ -218,3 +218,30 @@ def test_power_numbers_are_at_the_level_the_corrected_test_uses():
     test = at_level(compare_failures(0, 5, 3, 5), 0.05 / 14)
     assert test.cannot_reject and "cannot reach the corrected level" in fmt_rise(test)
     assert not at_level(compare_failures(0, 8, 3, 8), 0.05 / 2).cannot_reject
+
+
+def test_under_a_schedule_that_decays_to_zero_convergence_needs_declared_evidence(fake, tmp_path, monkeypatch):
+    """A rate that decays to 0 flattens the last quarter's curve whatever the budget, so the flatness check cannot
+    show a plateau there: a finding that needs convergence is untestable unless the task declares `at_plateau`.
+    (The fake study trains at the default schedule; here it is counted as one that decays, so its records stay
+    current.)"""
+    from zoo.report import findings
+
+    experiment, root = fake
+    finding = ('\n[[findings]]\nkind = "direction"\nvariant = "prenorm"\nexpect = "better"\n'
+               'claim = "at convergence pre-norm is better"\nsource = "Patient 2026"\n'
+               'regime = {converged = true, tolerance = 50}\n')
+
+    def check(text: str):
+        path = tmp_path / "fake.toml"
+        path.write_text(text)
+        checks = analyse(load_experiment(path), root).checks
+        return next(c for c in checks if c.finding.claim == "at convergence pre-norm is better")
+
+    schedule = load_experiment(experiment.path).train_config(experiment.config.tasks[0], 0, "linear").schedule
+    assert check(EXPERIMENT + finding).outcome == CONFIRMED  # the flatness check passes it (tolerance 50)
+    monkeypatch.setattr(findings, "DECAYING", {schedule})
+    flat = check(EXPERIMENT + finding)
+    assert flat.outcome == UNTESTABLE and f"decays to 0 at the end of the budget (schedule {schedule})" in flat.evidence
+    declared = 'margin = 5.0\nat_plateau = "twice the steps added 0.1 points (pilot.toml)"\n'
+    assert check(EXPERIMENT.replace("margin = 5.0\n", declared, 1) + finding).outcome == CONFIRMED

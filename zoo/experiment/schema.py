@@ -62,6 +62,11 @@ class TaskEntry(BaseModel):
                           "+2.54 BLEU (experiments/budget-pilot.toml)': findings that need convergence are then not "
                           "testable on this task, with this as the reason. The last-quarter rule cannot see it under "
                           "a schedule that decays to zero")
+    at_plateau: str | None = Field(
+        None, description="evidence that this task's budget reaches the plateau, e.g. 'twice the steps add +0.1 "
+                          "[-0.3, +0.5] BLEU (experiments/my-pilot.toml)': under a schedule that decays the rate to 0 "
+                          "the last quarter is flat by construction, so findings that need convergence are testable "
+                          "there only with it")
 
     @field_validator("options")
     @classmethod

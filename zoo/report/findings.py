@@ -10,7 +10,9 @@ regime it needs (zoo/experiment/schema.py: Finding, Regime). For every task it n
     inconclusive     the regime holds but neither: with the power this design had for the published effect,
                      and whether the published effect lies inside the (unadjusted) 1 - alpha interval
     not testable here  the regime does not hold (too few seeds, not converged or a budget the task declares
-                     below its plateau, more than one factor differs, no margin declared, a baseline below the
+                     below its plateau; under a schedule that decays the rate to 0 the last quarter is flat by
+                     construction, so a task must declare `at_plateau` for a finding that needs convergence;
+                     more than one factor differs, no margin declared, a baseline below the
                      task's trivial floor, a speed of runs on more than one device), with the reason; or a
                      direction finding whose published effect lies within the task's equivalence margin is not
                      significant ("not testable at this margin", with the seeds that would make it testable):
@@ -45,6 +47,7 @@ from zoo.stats.power import MAX_SEEDS
 from zoo.summary import diff
 
 CONFIRMED, CONTRADICTED, INCONCLUSIVE, UNTESTABLE = "confirmed", "contradicted", "inconclusive", "not testable here"
+DECAYING = {"linear-decay"}  # schedules whose rate reaches 0 at the last step (zoo/train/schedule.py)
 
 
 @dataclass
@@ -90,9 +93,16 @@ def regime_problems(experiment: Experiment, analyst: Analyst, finding: Finding, 
         if len(differ) != 1:
             problems.append(f"{finding.variant} and {reference} differ in {len(differ)} factors "
                             f"({', '.join(differ[:4]) or 'none'}), the finding is about one")
+    decaying = {experiment.train_config(task, experiment.config.seeds[0], v).schedule
+                for v in (finding.variant, reference)} & DECAYING
     if regime.converged and task.below_plateau:
         problems.append(f"the task's budget ends before the plateau: {task.below_plateau}")
-    elif regime.converged:
+    elif regime.converged and decaying and not task.at_plateau:
+        problems.append(f"the learning rate decays to 0 at the end of the budget (schedule "
+                        f"{', '.join(sorted(decaying))}), which flattens the last quarter's curve whether or not "
+                        "training reached its plateau, so that check cannot show convergence here, and the task "
+                        "declares no evidence that it did (`at_plateau`)")
+    elif regime.converged and not task.at_plateau:
         for variant in (finding.variant, reference):
             flat, change = converged(analyst, task, variant, regime.tolerance)
             if not flat:
