@@ -38,6 +38,17 @@ threads = 1
 """
 
 
+TRAINING = '''
+def _training():
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_code.co_filename.endswith(os.path.join("zoo", "train", "loop.py")):
+            return True
+        frame = frame.f_back
+    return False
+'''  # a plugin's prelude: whether the training loop is on the stack (not a probe)
+
+
 def ffn_plugin(name: str, forward: str = "return self.w(x)", prelude: str = "", init: str = "") -> str:
     """The source of a plugin file registering ffn.`name`: a FeedForward with one Linear `w`, whose forward runs
     `forward` (its body, unindented) after `init` ran in __init__; `prelude` goes at module level (imports, helpers).

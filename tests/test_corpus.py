@@ -227,7 +227,9 @@ def test_no_data_folder_names_every_way_to_give_one(tmp_path, monkeypatch):
     monkeypatch.delenv("ZOO_DATA_DIR", raising=False)
     (tmp_path / "here").mkdir()
     monkeypatch.chdir(tmp_path / "here")
-    with pytest.raises(DataError, match=r"give `zoo train --data-dir`, data_dir in the task config or \$ZOO_DATA_DIR"):
+    said = (r"fetch the corpus \(`zoo data get CORPUS` puts it in data/; `zoo data list`\), then set "
+            r"\$ZOO_DATA_DIR=data, or `data_dir` in the experiment file \(or `zoo train --data-dir`\)")
+    with pytest.raises(DataError, match=said):
         resolve_data_dir(None)
 
 

@@ -100,9 +100,10 @@ def test_a_grid_schedules_on_a_custom_resource_and_an_impossible_request_is_one_
     packed = create("ray", gpus_per_run=0.5, gpu_resource="fake_gpu")  # two runs share the one fake GPU
     results = run_grid(experiment, tmp_path / "runs", tmp_path / "records", executor=packed, live=False)
     assert {status for status, _ in results.values()} == {"complete"}
+    # a grid with something left to train (a recorded one starts no executor at all, so asks nothing of it)
     with pytest.raises(ExecutorError, match=r"each run asks for 2 fake_gpu, but the cluster has 1"):
-        run_grid(experiment, tmp_path / "runs", tmp_path / "records", live=False,
+        run_grid(experiment, tmp_path / "runs-2", tmp_path / "records-2", live=False,
                  executor=create("ray", gpus_per_run=2, gpu_resource="fake_gpu"))
     with pytest.raises(ExecutorError, match=r"each run asks for 0.25 GPU, but the cluster has 0"):
-        run_grid(experiment, tmp_path / "runs", tmp_path / "records", live=False,
+        run_grid(experiment, tmp_path / "runs-2", tmp_path / "records-2", live=False,
                  executor=create("ray", gpus_per_run=0.25))

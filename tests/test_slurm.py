@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from grid_files import ffn_plugin, tiny_experiment
+from grid_files import TRAINING, ffn_plugin, tiny_experiment
 from smoke_runs import all_records, experiment_file, run
 
 from zoo.cli import main
@@ -28,17 +28,9 @@ LOCAL = ["--executor", "slurm", "--executor-option", "cluster=local"]
 # An FFN that, while a cell trains (called from the training loop), notes its process in ZOO_TEST_DIR/forwards and,
 # the first time a checkpoint is there, sends its own process ZOO_TEST_SIGNAL: USR2, submitit's requeue signal (what
 # Slurm sends before a preemption or the time limit), or KILL (scancel, a lost node, the out-of-memory killer).
-STOPPING_FFN = ffn_plugin("slurm-stopping", prelude='''
+STOPPING_FFN = ffn_plugin("slurm-stopping", prelude=TRAINING + '''
 import glob
 
-
-def _training():
-    frame = sys._getframe()
-    while frame is not None:
-        if frame.f_code.co_filename.endswith(os.path.join("zoo", "train", "loop.py")):
-            return True
-        frame = frame.f_back
-    return False
 
 
 def _note_and_stop_once():

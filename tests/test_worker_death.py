@@ -13,22 +13,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from grid_files import ffn_plugin, tiny_experiment
+from grid_files import TRAINING, ffn_plugin, tiny_experiment
 
 # An FFN whose forward ends its process the first time it trains (not while `zoo run` checks the plugin's
 # components before the grid starts): the marker file makes it once per grid.
-DYING_FFN = ffn_plugin("dying", prelude="""
+DYING_FFN = ffn_plugin("dying", prelude=TRAINING + """
 MARKER = os.environ["ZOO_TEST_MARKER"]
 HOW = os.environ["ZOO_TEST_HOW"]
-
-
-def _training():
-    frame = sys._getframe()
-    while frame is not None:
-        if frame.f_code.co_filename.endswith(os.path.join("zoo", "train", "loop.py")):
-            return True
-        frame = frame.f_back
-    return False
 
 
 def _die_once():
