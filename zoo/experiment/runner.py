@@ -61,8 +61,9 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
     console = console or Console(stderr=True)
     stale = plan(experiment, grid)
     if stale:
-        console.print(f"[yellow]{len(stale)} cells were run under another definition; their old records and run "
-                      f"directories go to {store.STALE}/ and they are run again:[/]")
+        console.print(f"[yellow]{len(stale)} cells were run under another definition or have a record that is "
+                      f"refused; their old records and run directories go to {store.STALE}/ and they are run "
+                      "again:[/]")
         for name, changed in stale.items():  # wrapped at words, not cut mid-name at the terminal's edge
             console.print(Padding(escape(f"{name}: " + "; ".join(changed[:4]) + (" ..." if len(changed) > 4 else "")),
                                   (0, 0, 0, 2)), highlight=False)
