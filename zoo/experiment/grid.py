@@ -154,15 +154,15 @@ def cell_state(cell: Cell, current: dict) -> tuple[str, list[str]]:
     return "todo", []
 
 
+def states(experiment, grid: list[Cell]) -> dict[str, tuple[str, list[str]]]:
+    """{cell name: (cell_state's state, what changed)} for every cell of `grid`, each against its definition now."""
+    define, tasks = definitions(experiment), {entry.key: entry for entry in experiment.config.tasks}
+    return {cell.name: cell_state(cell, define(cell.variant, tasks[cell.task], cell.seed)) for cell in grid}
+
+
 def plan(experiment, grid: list[Cell]) -> dict[str, list[str]]:
     """{cell name: what changed} for the cells whose record or run directory is of another definition."""
-    stale = {}
-    for cell in grid:
-        entry = next(t for t in experiment.config.tasks if t.key == cell.task)
-        state, changed = cell_state(cell, store.definition(experiment, cell.variant, entry, cell.seed))
-        if state == "stale":
-            stale[cell.name] = changed
-    return stale
+    return {name: changed for name, (state, changed) in states(experiment, grid).items() if state == "stale"}
 
 
 def definitions(experiment) -> Callable[[str, Any, int], dict[str, Any]]:

@@ -26,21 +26,9 @@ from rich.padding import Padding
 from zoo.experiment import executors, owner, store
 from zoo.experiment import record as records
 from zoo.experiment.executors import Executor, Results
-from zoo.experiment.grid import WHOLE, Part, cell_state, cells, definitions, plan, reusable
+from zoo.experiment.grid import WHOLE, Part, cells, reusable, states
 from zoo.experiment.view import GridLog, GridView, held_digest
 from zoo.testing import preflight
-
-
-def _recorded(experiment, grid: list) -> Results:
-    """The results of the cells whose current record is there already (their status), read here: an executor
-    gets only what has to train, so a grid with nothing left starts no worker (a script without a
-    `__main__` guard would re-import itself in each spawned one)."""
-    define, tasks = definitions(experiment), {entry.key: entry for entry in experiment.config.tasks}
-    done = {}
-    for cell in grid:
-        if not cell.reuse and cell_state(cell, define(cell.variant, tasks[cell.task], cell.seed))[0] == "recorded":
-            done[cell.name] = (records.read(cell.record).status, "")
-    return done
 
 
 def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str | Executor = "local",
@@ -59,7 +47,8 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
     if log_to is not None:
         grid = [replace(cell, log_to=str(Path(log_to).resolve())) for cell in grid]
     console = console or Console(stderr=True)
-    stale = plan(experiment, grid)
+    state = states(experiment, grid)
+    stale = {name: changed for name, (kind, changed) in state.items() if kind == "stale"}
     if stale:
         console.print(f"[yellow]{len(stale)} cells were run under another definition or have a record that is "
                       f"refused; their old records and run directories go to {store.STALE}/ and they are run "
@@ -77,7 +66,10 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
                       "it is copied instead of training them again:")
         for cell in copies:
             console.print(f"  {cell.name} <- {cell.reuse}", soft_wrap=True)
-    results: Results = _recorded(experiment, grid)
+    # a cell with its current record is its result, read here: an executor gets only what has to train, so a grid
+    # with nothing left starts no worker (a script without a `__main__` guard would re-import itself in each one)
+    results: Results = {cell.name: (records.read(cell.record).status, "") for cell in grid
+                        if state[cell.name][0] == "recorded"}
     todo = [cell for cell in grid if cell.name not in results]
     errors: list[BaseException] = []
 
