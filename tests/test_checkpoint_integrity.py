@@ -199,6 +199,31 @@ def test_a_plain_zoo_train_run_checks_its_checkpoint_too(tmp_path, capsys):
     assert comparable(rundir.read_table(run_dir / rundir.SUMMARY)) == comparable(summary)
 
 
+@pytest.mark.parametrize("budget", [["epochs=2"], ["epochs=1.5", "accumulate=3"]], ids=["whole", "part-grouped"])
+def test_a_checkpoint_past_an_epochs_budget_is_not_resumed(tmp_path, capsys, budget):
+    """A run budgeted in epochs takes no batch once its passes over the data reach the budget: its last checkpoint
+    (training ended there) resumes with nothing to train, and one whose position is a pass further, signed as a zoo
+    that wrote wrong state would, is refused like one past a step budget."""
+    run_dir = tmp_path / "run"
+    train = [*TRAIN[3:], *(arg for setting in budget for arg in ("--train", setting)), "--out", str(run_dir)]
+    assert main(train) == 0
+    path = run_dir / checkpoints.FILE
+    position = checkpoints.load(path).position
+    assert position["epoch"] >= 1  # training ended in its second pass over the data
+    (run_dir / rundir.SUMMARY).unlink()  # killed after its last checkpoint
+    assert main([*train, "--resume"]) == 0 and "warning" not in capsys.readouterr().err
+
+    (run_dir / rundir.SUMMARY).unlink()
+    rewrite(path, position={"epoch": position["epoch"] + 1}, sign=True)
+    from zoo.data import load_saved
+    from zoo.spec import validate_spec
+
+    spec = validate_spec(rundir.read_table(run_dir / rundir.SPEC)["spec"])
+    config = TrainConfig.model_validate(rundir.read_table(run_dir / rundir.TRAIN))
+    with pytest.raises(RunError, match=rf"is past the budget of {config.epochs:g} epochs \(step {position['step']}\)"):
+        Trainer(spec, load_saved(run_dir / rundir.TASK), config, run_dir, resume=True, progress=False).run()
+
+
 def test_a_damaged_checkpoint_is_not_evaluated(whole, tmp_path):
     """`zoo evaluate`, `zoo translate` and a cell's test decoding load a run's last checkpoint through load_run:
     one whose content no longer matches its hash is refused in one line, never scored."""

@@ -5,9 +5,9 @@ data and the RNG state, so a run resumed from its last checkpoint ends with the 
 one never interrupted (timings aside). The time budget counts training time only.
 
 A checkpoint is resumed only if it is this run's, intact, and agrees with the run's log: its format,
-content hash and identity (zoo/train/checkpoint.py), then its position (within the step budget, its
-tokens possible in its steps), then metrics.jsonl (the lines a run that reached it wrote, their tokens
-summing to its own). The first that fails is one warning line, and the checkpoint and the log are moved
+content hash and identity (zoo/train/checkpoint.py), then its position (within the step or epochs
+budget, its tokens possible in its steps), then metrics.jsonl (the lines a run that reached it wrote, their
+tokens summing to its own). The first that fails is one warning line, and the checkpoint and the log are moved
 aside (`set_aside`) and the run trains from step 0: a resume that reads wrong state ends in a record of
 numbers no run gives, and nothing in that record would show it.
 """
@@ -354,12 +354,19 @@ class Trainer:
         return Position()
 
     def _impossible(self, pos: Position) -> str | None:
-        """What makes `pos` a position no run of this config reaches, None when it is one: past the step budget, or
-        tokens a run of that many steps cannot have trained (a batch holds at least one target token, and at most
-        batch_tokens of them, or one sentence longer than that on its own: zoo/data/batching.py)."""
+        """What makes `pos` a position no run of this config reaches, None when it is one: past the step budget, past
+        the epochs budget (a run takes no batch once its passes over the data reach `epochs`, so the position before
+        its last batch is short of them), or tokens a run of that many steps cannot have trained (a batch holds at
+        least one target token, and at most batch_tokens of them, or one sentence longer than that on its own:
+        zoo/data/batching.py)."""
         c = self.config
         if c.steps is not None and pos.step > c.steps:
             return f"step {pos.step:,} is past the budget of {c.steps:,} steps"
+        if c.epochs is not None and pos.step > 0:
+            before_last = pos.epoch + max(pos.index - 1, 0) / max(len(self._batches(pos.epoch)), 1)
+            if before_last >= c.epochs:
+                return (f"epoch {self._epochs_done(pos):.4g} is past the budget of {c.epochs:g} epochs "
+                        f"(step {pos.step:,})")
         most = c.accumulate * max(c.batch_tokens, max(tgt for _, tgt in self.lengths))
         if not pos.step <= pos.tokens <= pos.step * most:
             return f"{pos.tokens:,} tokens in {pos.step:,} steps, where a step trains 1 to {most:,} target tokens"
