@@ -21,6 +21,7 @@ from zoo.errors import ZooError
 from zoo.experiment import store
 from zoo.experiment.executors import worker_threads
 from zoo.experiment.grid import Part
+from zoo.machine import device_type_here
 from zoo.terminal import Table
 
 RECORDS = store.RECORDS
@@ -47,13 +48,16 @@ def dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: P
     from zoo.experiment.grid import cells, reusable
 
     reuse = reuse_folders(args)
+    device = getattr(args, "device", None)
     with progress_bar(f"{experiment.name}: reading the records and comparing definitions") as progress:
         grid = reusable(experiment, cells(experiment, runs, out / RECORDS, part=part), reuse)
         committed = default_folder(experiment, "reports")  # the default store: its runs time this grid's too
         timing = [*reuse, committed] if committed.resolve() != out.resolve() and (committed / RECORDS).is_dir() \
             else reuse
-        rows = [row for row in forecast(experiment, grid, timing, progress) if row.cells]  # a --tasks part: its own
-    if args.executor == "local":
+        rows = [row for row in forecast(experiment, grid, timing, progress, device=device,
+                                        others=committed_reports(experiment))
+                if row.cells]  # a --tasks part: its own
+    if args.executor == "local" and device in (None, device_type_here("auto")):  # else not about this machine
         warn_about_this_machine(experiment, grid)
     table = Table(title=f"zoo run {experiment.name} --dry-run: nothing is trained, moved or written",
                   title_justify="left")
@@ -69,7 +73,7 @@ def dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: P
             unknown.append(row.task)
         table.add_row(row.task, str(row.cells), str(row.recorded), str(row.copied), str(row.stale), str(row.new),
                       "—" if row.seconds_per_step is None else f"{row.seconds_per_step:.3f}",
-                      f"{row.run_seconds / 3600:.1f}" if known else "unknown")
+                      hours(row.run_seconds) if known else "unknown")
     console.print(table)
     try:  # a grid is priced without its corpora; a run needs them
         experiment.check_data(part.task_entries(experiment))
@@ -85,6 +89,8 @@ def dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: P
             console.print(f"{row.task}: its s/step comes from records made on {', '.join(row.measured_on)}, not on "
                           f"this machine's {row.here}: its hours are what the runs took there, not a forecast for "
                           "this machine.", markup=False, highlight=False)
+        if row.to_run and row.scaled is not None:
+            console.print(scaled_line(row), markup=False, highlight=False)
     if experiment.config.sequential is not None:
         from zoo.report.sequential import read
 
@@ -128,6 +134,36 @@ def forecast_lines(experiment, state) -> list[str]:
         lines.append(f"{row.task}: {row.called} runs called so far; at most {row.most} (every arm to the cap); "
                      + expected)
     return lines
+
+
+def committed_reports(experiment) -> list[Path]:
+    """The report folders of the experiment file's repository (reports/*) that hold records: the committed studies
+    whose records price, scaled, a grid that none of its own task settings' records price. None for a file outside
+    any repository."""
+    from zoo.report.paths import repository
+
+    root = repository(experiment.path)
+    reports = root / "reports" if root is not None else None
+    if reports is None or not reports.is_dir():
+        return []
+    return sorted(folder for folder in reports.iterdir() if (folder / RECORDS).is_dir())
+
+
+def scaled_line(row) -> str:
+    """Where a task's s/step came from when no record of its task settings gave one: the records scaled, on what,
+    and by how much; on a GPU, why that is rough."""
+    scaled = row.scaled
+    hardware = ", ".join(sorted({m.hardware for m in scaled.records}))
+    low, high = scaled.factors
+    by = f"x{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"x{low:.2f} to x{high:.2f}"
+    line = (f"{row.task}: no record of its task settings in this grid's folders trained on {scaled.device}, so its "
+            f"s/step is scaled from the committed records of other experiments nearest in parameters x tokens a step, "
+            f"made on {hardware}: {'; '.join(scaled.sources())}; each record's s/step {by} (the cell's work over "
+            "the record's).")
+    if scaled.device != "cpu":
+        line += (" On a GPU a step this small is bound more by kernel launches than by arithmetic, so a rate scaled "
+                 "far from its records is rough.")
+    return line
 
 
 @dataclass
@@ -186,17 +222,23 @@ def dry_run_summary(left: Left, unknown: list[str], workers: int, to_run: int) -
     elif unknown and not left.run:
         text = f"training time left unknown for {', '.join(unknown)} ({why})"
     else:
-        spent = [f"{hours:.1f} {unit}" for hours, unit in ((left.core / 3600, "CPU core-hours"),
-                                                           (left.gpu / 3600, "GPU run-hours")) if hours]
-        text = (f"about {left.run / 3600:.1f} hours of training left, one run after another ({', '.join(spent)})"
+        spent = [f"{hours(seconds)} {unit}" for seconds, unit in ((left.core, "CPU core-hours"),
+                                                                   (left.gpu, "GPU run-hours")) if seconds]
+        text = (f"about {hours(left.run)} hours of training left, one run after another ({', '.join(spent)})"
                 + (f" (and an unknown amount for {', '.join(unknown)}: {why})" if unknown else "")
-                + f"; with {workers} worker{'s' if workers > 1 else ''} about {left.wall / 3600:.1f} hours")
+                + f"; with {workers} worker{'s' if workers > 1 else ''} about {hours(left.wall)} hours")
     return f"{text}."
+
+
+def hours(seconds: float) -> str:
+    """Seconds as hours: one decimal from an hour up, two below it, so that a short grid reads 0.04, not 0.0."""
+    return f"{seconds / 3600:.1f}" if seconds >= 3600 else f"{seconds / 3600:.2f}"
 
 
 LEGEND = ("stale: recorded or started under another definition, so run again.",
           "s/step: the median seconds a training step took in the task's complete records (in --out, --reuse-from "
           "and reports/<experiment name>) on this hardware (GPU model or CPU instruction set), else on others of "
-          "its kind (named), as many runs sharing the machine as they had; evaluation not counted.",
+          "its kind (named), as many runs sharing the machine as they had; evaluation not counted. Where none, "
+          "scaled from other experiments' records (named below).",
           "CPU runs that set their threads share the cores: workers beyond cores / threads do not shorten the wall "
           "time.")

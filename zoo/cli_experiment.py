@@ -13,7 +13,7 @@ from zoo.api import Study, default_folder, folder
 from zoo.cli_dry_run import dry_run, reuse_folders, sequential_lines, warn_about_this_machine
 from zoo.cli_process import positive_number
 from zoo.config_io import parse_assignments
-from zoo.errors import install_hint
+from zoo.errors import ZooError, install_hint
 from zoo.experiment import load_experiment, store
 from zoo.experiment.executors import EXECUTORS, ExecutorError, create
 from zoo.terminal import Table
@@ -46,6 +46,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     called = study.called(args.until_decided)  # with [sequential]: the seeds its plan has called, from the records
     if args.dry_run:
         return dry_run(called, runs, out, args, part)
+    if args.device is not None:
+        raise ZooError("--device prices a dry run (--dry-run): where a run trains is its train.device ('auto': a "
+                       "GPU where PyTorch sees one)")
     if experiment.config.sequential is not None and not args.until_decided:
         errors.print(f"{experiment.name} trains seeds until decided ([sequential]): plain `zoo run` trains the rounds "
                      "its plan has called and begun, never a new one; `--until-decided` makes each look and calls the "
@@ -249,6 +252,10 @@ def add_commands(sub) -> None:
                    "seconds per step of the records made on this hardware (else on others, named), with the warnings "
                    "about this machine `zoo run` gives before training (bf16 without fast bf16 matmuls, seeds split "
                    "across hardware)")
+    p.add_argument("--device", choices=("cpu", "cuda"), help="with --dry-run: price the runs as trained on this "
+                   "kind of device, from the records made on one (e.g. cuda on a machine without a GPU), not on the "
+                   "one they would get here; where no record of a task's settings was made on it, from the committed "
+                   "records of other experiments nearest in parameters x tokens a step, scaled, and named")
     p.add_argument("--reuse-from", metavar="REPORT_DIR", nargs="+", default=[],
                    help="other experiments' report folders (e.g. reports/budget-pilot): a cell whose very "
                    "definition (spec, task, data, training config and seed, decoding) one of their records has is "

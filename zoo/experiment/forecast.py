@@ -5,18 +5,31 @@ another definition (stale: run again) or were never run, and the training time t
 comes from the records themselves: the median seconds per step of the complete records of the same task settings
 and data (of the same task settings where the corpus is not on this machine to compare; this experiment's and the
 --reuse-from folders'), as they were measured, with as many runs sharing the machine as they had, and trained on
-the kind of device the runs left would get here (a GPU's seconds per step say nothing of a CPU's): on this very
+the kind of device the runs left would get here (a GPU's seconds per step say nothing of a CPU's), or on the kind
+`device` names (`zoo run --dry-run --device cuda` prices a grid for a GPU on a machine without one): on this very
 hardware (the GPU model; the CPU's instruction set as PyTorch uses it) where records were made on it, else on
 another of the same kind, which the forecast then names (an AVX2 CPU's bf16 steps are tens of times an AVX-512
 CPU's: zoo.machine). Evaluation and test decoding are not counted (a few percent of a run); a cell that was
 interrupted resumes from its checkpoint, so its full budget is an upper bound.
+
+Where no record of a cell's task settings gives a rate on that kind of device (a new study, or one never trained
+there), the records of other experiments (`others`: the committed report folders) price it by scaling: of the
+complete records made on that kind of device (on this very hardware where there are any), those with the cell's
+kernels and precision where there are any, and of them the nearest in work a step, parameters x tokens a step
+(batch_tokens x accumulate); each one's seconds a step times the cell's work over its own, and the median of them.
+The forecast names the records it scaled and by how much. A CPU's step grows with the arithmetic; a GPU's, at these
+sizes, mostly with the kernels launched (on one H200 a 0.49M-parameter step of 1,852 tokens took 0.034 s and a
+7.6M-parameter one of 3,452 tokens 0.030 s, reports/ablations and reports/scale), so a GPU price scaled far from
+its records is rough, and the forecast says so.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from zoo.experiment import record as records
@@ -42,6 +55,7 @@ class TaskForecast:
     here: str | None = None  # the hardware they would train on here: 'cpu (AVX2)', 'cuda (NVIDIA H200)'
     measured_on: tuple[str, ...] = ()  # the hardware of the records giving the rate, where it is not `here`
     threads: int | None = None  # the most CPU threads a cell to run sets (TrainConfig.threads); None: none sets them
+    scaled: Scaled | None = None  # where no record of the task's settings gave a rate: the records scaled instead
 
     @property
     def to_run(self) -> int:
@@ -94,12 +108,129 @@ def _rates(paths: list[Path], progress: Callable[[int], object]) -> dict[tuple[s
     return rates
 
 
+@dataclass(frozen=True)
+class Measured:
+    """One complete record's training rate, as scaling reads it."""
+
+    seconds_per_step: float
+    parameters: int
+    tokens: int  # a step's tokens as the definition asks them: batch_tokens x accumulate
+    hardware: str  # preflight's: 'cuda (NVIDIA H200)', 'cpu (AVX512)'
+    kernels: str
+    precision: str
+    source: str  # the experiment it came from
+
+    @property
+    def work(self) -> float:
+        return float(self.parameters) * self.tokens
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """How a task's rate was scaled from other experiments' records: which, on what, by how much."""
+
+    device: str
+    records: tuple[Measured, ...]  # every record one of the task's cells was priced from
+    factors: tuple[float, float]  # the least and the most a record's seconds a step was multiplied by
+
+    def sources(self) -> list[str]:
+        """'scale/ (12 records: 7.57M-7.58M parameters, 4,096 tokens a step, 0.030 s a step)', one per
+        experiment, in the order first met."""
+        out = []
+        for source in dict.fromkeys(m.source for m in self.records):
+            found = [m for m in self.records if m.source == source]
+            low, high = min(m.parameters for m in found), max(m.parameters for m in found)
+            size = _millions(low) if _millions(low) == _millions(high) else f"{_millions(low)}-{_millions(high)}"
+            tokens = "/".join(f"{t:,}" for t in sorted({m.tokens for m in found}))
+            rate = statistics.median(m.seconds_per_step for m in found)
+            out.append(f"{source}/ ({len(found)} record{'s' if len(found) > 1 else ''}: {size} parameters, "
+                       f"{tokens} tokens a step, median {rate:.4f} s a step)")
+        return out
+
+
+def _millions(count: int) -> str:
+    """'7.58M', or below 100,000 the count itself ('5,760')."""
+    return f"{count / 1e6:.2f}M" if count >= 100_000 else f"{count:,}"
+
+
+def _measured(paths: list[Path], progress: Callable[[], object]) -> dict[str, list[Measured]]:
+    """{device type: [Measured]} of the complete records among `paths`, the ones scaling may price from; a copy of
+    another experiment's record (--reuse-from) is that one measurement again, so only the original counts."""
+    found: dict[str, list[Measured]] = {}
+    for path in paths:
+        progress()
+        try:
+            record = records.read(path)
+        except RunError:
+            continue
+        summary = record.summary
+        if record.status != "complete" or not summary.steps or not summary.train_seconds or not summary.parameters \
+                or record.provenance.get("copied_from"):
+            continue
+        train = record.definition.get("train") or {}
+        if not train.get("batch_tokens"):
+            continue
+        device = (summary.device or "cpu").split()[0]
+        found.setdefault(device, []).append(Measured(
+            summary.train_seconds / summary.steps, summary.parameters,
+            int(train["batch_tokens"]) * int(train.get("accumulate") or 1),
+            hardware_of(record) or f"{device} (instruction set not recorded)", train.get("kernels", "reference"),
+            train.get("precision", "fp32"), record.cell.experiment))
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _count(spec_json: str) -> int:
+    """The parameters of a spec, built on the meta device (nothing allocated), once per spec."""
+    from zoo.build import build
+    from zoo.spec import ModelSpec
+
+    return build(ModelSpec.model_validate_json(spec_json), device="meta").num_parameters()
+
+
+def cell_parameters(spec, task_config) -> int:
+    """A cell's parameters before its data is read: the spec with the vocabulary its task will give it, the
+    `vocab_size` of a text task (joint or per side: the size the tokenizer is trained to) or a synthetic task's
+    symbols and its 4 special ids."""
+    from zoo.data import task_class
+    from zoo.data.synthetic import SyntheticTask
+
+    synthetic = issubclass(task_class(task_config.name), SyntheticTask)
+    vocab = 4 + task_config.symbols if synthetic else task_config.vocab_size
+    return _count(spec.with_overrides({"src_vocab": vocab, "tgt_vocab": vocab}).model_dump_json())
+
+
+NEAREST = math.log(1.05)  # records within 5% of the nearest one's work a step count as equally near
+
+
+def scale(parameters: int, tokens: int, kernels: str, precision: str, here: str | None,
+          measured: list[Measured]) -> tuple[float, tuple[Measured, ...], tuple[float, float]] | None:
+    """A cell's seconds a step scaled from `measured` (one device type's records): those made on `here` where any
+    are, of them those with the cell's kernels and precision where any are, of them the nearest in work a step
+    (parameters x tokens), each record's rate times the cell's work over its own; the median, the records and the
+    least and most factor. None without records."""
+    pool = [m for m in measured if m.hardware == here] or measured
+    pool = [m for m in pool if (m.kernels, m.precision) == (kernels, precision)] or pool
+    if not pool:
+        return None
+    work = float(parameters) * tokens
+    distance = {id(m): abs(math.log(work / m.work)) for m in pool}
+    nearest = min(distance.values())
+    chosen = tuple(m for m in pool if distance[id(m)] <= nearest + NEAREST)
+    factors = [work / m.work for m in chosen]
+    return (statistics.median(m.seconds_per_step * f for m, f in zip(chosen, factors)), chosen,
+            (min(factors), max(factors)))
+
+
 def forecast(experiment, grid: list[Cell], reuse_folders: list[Path] = (),
-             progress: Callable[[int, int], object] = lambda done, total: None) -> list[TaskForecast]:
+             progress: Callable[[int, int], object] = lambda done, total: None, device: str | None = None,
+             others: list[Path] = ()) -> list[TaskForecast]:
     """One TaskForecast per task of the experiment, for `grid` (grid.cells, with `reuse` set by
     grid.reusable when --reuse-from is given); `progress(done, total)` as it reads the records, then the cells.
     A cell with neither a record nor a run directory is new without a look at it: of a grid of 10^5 cells,
-    only those are read that have something to read."""
+    only those are read that have something to read. `device` ('cpu', 'cuda'): price the runs for that kind of
+    device, not the one they would get here. `others`: report folders whose records price, scaled, the cells no
+    record of their own task settings prices (the module docstring); read only where one needs them."""
     records_root, runs_root = (Path(grid[0].records_root), Path(grid[0].runs_root)) if grid else (None, None)
     own = store.record_files(records_root) if grid else []
     paths = list(own)
@@ -114,7 +245,8 @@ def forecast(experiment, grid: list[Cell], reuse_folders: list[Path] = (),
     define = definitions(experiment)
     entries = {task.key: task for task in experiment.config.tasks}
     out = {key: TaskForecast(key) for key in entries}
-    budgets: dict[tuple[str, str], tuple[int | None, float | None]] = {}  # no seed changes them
+    budgets: dict[tuple[str, str], _Budget] = {}  # no seed changes them
+    to_run: list[tuple[str, str]] = []  # (variant, task) of each cell to run
     for done, cell in enumerate(grid, len(paths) + 1):
         progress(done, total)
         entry, row = entries[cell.task], out[cell.task]
@@ -129,15 +261,34 @@ def forecast(experiment, grid: list[Cell], reuse_folders: list[Path] = (),
         row.stale += state == "stale"
         row.new += state == "todo"
         if (cell.variant, cell.task) not in budgets:
-            budgets[cell.variant, cell.task] = _budget(define(cell.variant, entry, cell.seed), rates)
-        budget = budgets[cell.variant, cell.task]
+            budgets[cell.variant, cell.task] = _budget(define(cell.variant, entry, cell.seed), rates, device)
+        to_run.append((cell.variant, cell.task))
+    unpriced = [key for key, budget in budgets.items() if budget.seconds_per_step is None and budget.steps]
+    if unpriced and others:
+        files = [path for folder in others for path in store.record_files(Path(folder) / store.RECORDS)]
+        done = iter(range(total + 1, total + len(files) + 1))
+        measured = _measured(files, lambda: progress(next(done), total + len(files)))
+        for variant, task in unpriced:
+            budgets[variant, task] = _scaled(budgets[variant, task], experiment, variant, entries[task], measured)
+    priced: dict[str, list[float]] = {key: [0.0, 0.0] for key in entries}  # task -> [seconds, steps] with a rate
+    for variant, task in to_run:
+        budget, row = budgets[variant, task], out[task]
+        if row.seconds_per_step is None:  # a rate to show where no cell has a budget in steps to weigh it by
+            row.seconds_per_step = budget.seconds_per_step
         row.steps += budget.steps or 0
         row.unbounded += not budget.steps
         row.device, row.here = budget.device, budget.here
         row.measured_on = row.measured_on or budget.measured_on
         row.threads = max(row.threads or 0, budget.threads or 0) or None
-        if row.seconds_per_step is None:
-            row.seconds_per_step = budget.seconds_per_step
+        if budget.seconds_per_step is not None and budget.steps:
+            priced[task][0] += budget.seconds_per_step * budget.steps
+            priced[task][1] += budget.steps
+        if budget.scaled is not None:
+            row.scaled = _merge(row.scaled, budget.scaled)
+    for key, row in out.items():
+        seconds, steps = priced[key]
+        if steps:  # the steps-weighted mean of the cells' rates: one rate where every cell has the same
+            row.seconds_per_step = seconds / steps
     return list(out.values())
 
 
@@ -149,16 +300,44 @@ class _Budget:
     here: str | None
     measured_on: tuple[str, ...]  # the hardware of those records, where it is not `here`
     threads: int | None
+    tokens: int = 0  # a step's tokens as asked: batch_tokens x accumulate
+    kernels: str = "reference"
+    precision: str = "fp32"
+    scaled: Scaled | None = None  # the rate scaled from other experiments' records
 
 
-def _budget(current: dict, rates: dict[tuple[str, str], dict[str, list[float]]]) -> _Budget:
-    """What a cell defined as `current` would cost to train here: from the records made on this hardware where
-    there are any, else from those of every other hardware of the same device type."""
+def _budget(current: dict, rates: dict[tuple[str, str], dict[str, list[float]]], device: str | None = None) -> _Budget:
+    """What a cell defined as `current` would cost to train here (or on a `device` of that kind): from the records
+    made on this hardware where there are any, else from those of every other hardware of the same device type."""
     train = current["train"]
-    device, here = device_type_here(train["device"]), hardware_here(train["device"])  # a dry-run may lack the GPU
-    measured = rates.get((_key(current["task"], current["data"]), device), {})
+    kind = device or device_type_here(train["device"])
+    here = hardware_here(kind if device else train["device"])  # a dry-run may lack the GPU
+    measured = rates.get((_key(current["task"], current["data"]), kind), {})
     same = measured.get(here) if here else None
     pooled = same or [rate for found in measured.values() for rate in found]
     elsewhere = here and pooled and not same  # with no hardware here to name, there is nothing to set them against
-    return _Budget(train["steps"], statistics.median(pooled) if pooled else None, device, here,
-                   tuple(sorted(measured)) if elsewhere else (), train.get("threads"))
+    return _Budget(train["steps"], statistics.median(pooled) if pooled else None, kind, here,
+                   tuple(sorted(measured)) if elsewhere else (), train.get("threads"),
+                   int(train["batch_tokens"]) * int(train.get("accumulate") or 1), train.get("kernels", "reference"),
+                   train["precision"])
+
+
+def _scaled(budget: _Budget, experiment, variant: str, entry, measured: dict[str, list[Measured]]) -> _Budget:
+    """`budget` priced from other experiments' records of its device type, scaled (`scale`); as it was without
+    any."""
+    parameters = cell_parameters(experiment.specs[variant], experiment.task_config(entry))
+    found = scale(parameters, budget.tokens, budget.kernels, budget.precision, budget.here,
+                  measured.get(budget.device, []))
+    if found is None:
+        return budget
+    rate, chosen, factors = found
+    return replace(budget, seconds_per_step=rate, measured_on=(),
+                   scaled=Scaled(budget.device, chosen, factors))
+
+
+def _merge(a: Scaled | None, b: Scaled) -> Scaled:
+    if a is None:
+        return b
+    seen = {id(m) for m in a.records}
+    return Scaled(a.device, a.records + tuple(m for m in b.records if id(m) not in seen),
+                  (min(a.factors[0], b.factors[0]), max(a.factors[1], b.factors[1])))
