@@ -5,7 +5,10 @@ its task settings gives a rate, priced from other experiments' records scaled by
 from __future__ import annotations
 
 import json
+import os
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -110,3 +113,56 @@ def test_device_is_a_dry_run_option(tmp_path, capsys):
                  str(tmp_path / "out")]) == 2
     assert "--device prices a dry run (--dry-run)" in " ".join(capsys.readouterr().err.split())
     assert not (tmp_path / "out").exists() and not (tmp_path / "runs").exists()
+
+
+def _scale_records() -> list[dict]:
+    return [json.loads(path.read_text()) for path in sorted(SCALE.glob("*/*/seed-*.json"))]
+
+
+def test_the_width_study_priced_on_a_gpu_from_the_scale_studys_h200_records():
+    """Known answer: each d_model 256 arm of experiments/width.toml (2,048 tokens a step) is priced from the scale
+    study's 28 H200 records of 7.57M-7.58M parameters (4,096 tokens a step), the nearest in work: the median of
+    each one's seconds a step x (the arm's parameters x 2048) / (its parameters x 4096)."""
+    width = load_experiment(ROOT / "experiments" / "width.toml")
+    entry = width.config.tasks[0]
+    grid = cells(width, ROOT / "runs" / "width-never-here", ROOT / "reports" / "width-never-here" / "records")
+    [row] = forecast(width, grid, device="cuda", others=[SCALE.parent])
+    near = [r for r in _scale_records() if r["summary"]["device"].startswith("cuda")
+            and r["summary"]["parameters"] < 8_000_000]
+    assert len(near) == 28 and len(row.scaled.records) == 28
+    expected = []
+    for variant in width.specs:
+        parameters = cell_parameters(width.specs[variant], width.task_config(entry))
+        expected.append(statistics.median(r["summary"]["train_seconds"] / r["summary"]["steps"] * parameters * 2048
+                                          / (r["summary"]["parameters"] * 4096) for r in near))
+    assert row.new == 30 and row.steps == 30 * 4000 and row.device == "cuda"
+    assert row.seconds_per_step == pytest.approx(statistics.mean(expected))
+    assert row.run_seconds == pytest.approx(5 * 4000 * sum(expected))
+    assert f"{row.seconds_per_step:.3f}" == "0.010" and f"{row.run_seconds / 3600:.2f}" == "0.33"
+
+
+def test_zoo_run_dry_run_device_cuda_names_what_it_priced_from():
+    command = ["run", "experiments/width.toml", "--dry-run", "--device", "cuda", "--workers", "10"]
+    done = subprocess.run([sys.executable, "-m", "zoo", *command], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())
+    assert "│ multi30k-de-en │ 30 │ 0 │ 0 │ 0 │ 30 │ 0.010 │ 0.33 │" in said
+    assert "about 0.33 hours of training left, one run after another (0.33 GPU run-hours); with 10 workers" in said
+    assert ("multi30k-de-en: no record of its task settings in this grid's folders trained on cuda, so its s/step is "
+            "scaled from the committed records of other experiments nearest in parameters x tokens a step, made on "
+            "cuda (NVIDIA H200): scale/ (28 records: 7.57M-7.58M parameters, 4,096 tokens a step") in said
+    assert "x0.31 to x0.45" in said and "so a rate scaled far from its records is rough" in said
+    assert "at most 180 (every arm to the cap)" in said
+
+
+def test_the_width_studys_d_model_256_is_counted_as_by_hand():
+    """2+2 layers at d_model 256, d_ff 1024, 4 heads, joint BPE 4000: 4000 x 256 embeddings, 789,760 in an encoder
+    layer (attention 4 x (256^2 + 256), the FFN 2 x 256 x 1024 + 1024 + 256, two norms) and 1,053,440 in a decoder
+    layer (two attentions, the FFN, three norms); untied embeddings add two tables of 4000 x 256."""
+    width = load_experiment(ROOT / "experiments" / "width.toml")
+    task = width.task_config(width.config.tasks[0])
+    assert 4 * (256 * 256 + 256) + (2 * 256 * 1024 + 1024 + 256) + 2 * 512 == 789_760
+    assert 2 * 4 * (256 * 256 + 256) + (2 * 256 * 1024 + 1024 + 256) + 3 * 512 == 1_053_440
+    assert cell_parameters(width.specs["baseline"], task) == 4000 * 256 + 2 * 789_760 + 2 * 1_053_440 == 4_710_400
+    assert cell_parameters(width.specs["sharing-none"], task) == 4_710_400 + 2 * 4000 * 256
