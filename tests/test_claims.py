@@ -168,11 +168,19 @@ def test_the_folders_table_counts_the_runs_and_where_they_trained():
     assert results("fast-path").groupby("variant").seed.nunique().tolist() == [5, 5]
     assert "# Declared before any of its runs" in (ROOT / "experiments" / "fast-path.toml").read_text()
     said(REPORTS, "Every study is finished but `resolved/`, whose first round is training "
-                  "(tests/test_claims_resolution.py); the two budget pilots stopped at 13 of 15 and 6 of 10 runs, as "
+                  "(tests/test_claims_resolution.py), and the width study, declared and waiting for a GPU "
+                  "(tests/test_width_declaration.py); the two budget pilots stopped at 13 of 15 and 6 of 10 runs, as "
                   "their headers declare (the table at the top).")
+    declared = {row for row, state in states.items() if state.startswith("declared, waits for a GPU: no records yet")}
+    assert declared == {"`width/`, `width-64/`, `width-lr/`"}
     assert all(state.startswith(("complete", "13 of 15", "6 of 10")) for name, state in states.items()
-               if name != "`resolved/`")
-    named = {name.strip("`/") for row in states for name in row.split(", ")}
+               if name != "`resolved/`" and name not in declared)
+    folders = {row: {name.strip("`/") for name in row.split(", ")} for row in states}
+    for row in declared:  # a declared study has its experiment files and no records
+        for name in folders[row]:
+            assert (ROOT / "experiments" / f"{name}.toml").exists()
+            assert not (ROOT / "reports" / name / "records").exists()
+    named = {name for row in states if row not in declared for name in folders[row]}
     assert named == {folder.name for folder in (ROOT / "reports").iterdir() if (folder / "records").is_dir()}
 
 
