@@ -74,13 +74,17 @@ def switch(slot: str, name: str) -> dict[str, str]:
 def _plugins_loaded_by_a_test_end_with_it():
     """A plugin a test loads stays loaded in this process, and every later grid carries the loaded plugins to its
     workers (Cell.plugins): the fuzzed plugins of test_fuzz_plugins, run before test_devices, made a Ray worker of
-    the latter refuse two plugins registering one name. Each test ends with the plugins loaded before it."""
+    the latter refuse two plugins registering one name. Each test ends with the plugins loaded before it, and the
+    modules noted as they ran (zoo/experiment/executed.py), which every later cell of a plugin would record."""
     from zoo import plugins
+    from zoo.experiment import executed
 
-    before = dict(plugins._loaded)
+    before, noted = dict(plugins._loaded), dict(executed._noted)
     yield
     plugins._loaded.clear()
     plugins._loaded.update(before)
+    executed._noted.clear()
+    executed._noted.update(noted)
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,8 @@ in the code behind a cell's numbers (zoo.model, zoo.train, ..., and torch's laye
 every cell; a function's `__code__` replaced in place counts. Data files a plugin declares it reads
 (`ZOO_READS`, relative to its file) are part of its source too. So editing any of it makes
 those cells stale, like any other change; when unsure, more cells go stale, never fewer. (Changes made later,
-by a plugin's function when it runs, or inside a container such as a dict, are not seen.)
+by a plugin's function when it runs, or inside a container such as a dict, are not seen; the modules it imports
+when it runs are recorded with each cell: zoo/experiment/executed.py.)
 
 A plugin that cannot be loaded (missing path, an exception or sys.exit() while importing, a name already
 registered, a class of the wrong base) is a PluginError with one line naming the plugin, raised before anything
@@ -116,9 +117,9 @@ def _environment() -> tuple[Path, ...]:
     return tuple(Path(root).resolve() for root in roots if root)
 
 
-def _brought_in(before: set[str]) -> dict[str, Path]:
-    """{module: its file} for every module imported since `before` (names in sys.modules) that is the user's own:
-    a helper a plugin imports (`sys.path.insert(...)`, `import helper`) decides the numbers as the plugin does."""
+def brought_in(before: set[str]) -> dict[str, Path]:
+    """{module: its file} for every module imported since `before` (names in sys.modules) that is the user's own: a
+    helper a plugin imports as it loads, or as its code runs (zoo/experiment/executed.py), decides the numbers too."""
     found = {}
     for name in sorted(set(sys.modules) - before):
         origin = getattr(sys.modules.get(name), "__file__", None)
@@ -320,7 +321,7 @@ def _load_new(name: str, base: Path | None, path: bool, key: str, identity: str)
     snapshot = _Snapshot.take()
     before = set(sys.modules)
     module = _import(name, base, path)
-    brought = _brought_in(before)
+    brought = brought_in(before)
     source = set(files(module)) | set(brought.values()) | set(_declared_reads(name, module))
     if path and Path(key).is_file():  # a file plugin: the files beside it may be its helpers
         source |= set(_python_files(Path(key).parent))

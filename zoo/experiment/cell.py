@@ -4,7 +4,8 @@ For each cell (see zoo/experiment/grid.py for its states): a recorded cell is sk
 and run directory are moved aside; a cell marked to reuse another experiment's record of the same definition
 gets a copy, with `provenance.copied_from` naming the original; otherwise it trains (resuming from the run
 directory's last checkpoint where that is this cell's, intact: zoo/train/loop.py), decodes the test set, and
-writes the record, last: the record's presence marks the cell done.
+writes the record, last: the record's presence marks the cell done. The modules a plugin imported as its code ran
+go into the record's provenance (zoo/experiment/executed.py).
 
 Any exception while running or recording a cell, I/O errors included, becomes that cell's failed
 record (or, where that cannot be written, its failed.json, or at least a line in the final summary);
@@ -20,8 +21,8 @@ from pathlib import Path
 
 from zoo import rundir
 from zoo.atomic import TEMP_SUFFIX
+from zoo.experiment import executed, store
 from zoo.experiment import record as records
-from zoo.experiment import store
 from zoo.experiment.grid import Cell, cell_state, read_record
 from zoo.plugins import load_all
 
@@ -66,19 +67,23 @@ def _run_cell(cell: Cell, threads: int | None) -> str:
     if not (out / rundir.DEFINITION).exists():
         rundir.write_json(out / rundir.DEFINITION, {"definition": current, "digest": digest})
     spec = experiment.specs[cell.variant]
-    task = load_task(experiment.task_config(entry), pad_id=spec.pad_id)
     log_to = Path(cell.log_to) / cell.variant / cell.task / f"seed-{cell.seed}" if cell.log_to else None
     # a checkpoint that is not this cell's, intact, goes where stale cells go: runs/<experiment>/.stale/<time>/<cell>/
     set_aside = partial(store.move_aside, root=Path(cell.runs_root), when=store.stamp())
-    summary = Trainer(fit_to_task(spec, task), task, experiment.train_config(entry, cell.seed, cell.variant), out,
-                      resume=True, progress=False, log_to=log_to, definition=digest, set_aside=set_aside).run()
-    if summary["status"] == "complete" and not (out / f"{rundir.TEST}.json").exists():
-        model, task, _ = load_run(out)
-        settings = experiment.config.decode
-        metrics, hypotheses = evaluate(model, task, "test", DecodeConfig(
-            beam=settings.beam, alpha=settings.alpha, max_ratio=settings.max_ratio, max_extra=settings.max_extra))
-        save_evaluation(out, rundir.TEST, metrics, hypotheses)
+    with executed.watching():  # the modules a plugin imports as its code runs are recorded with the cell
+        task = load_task(experiment.task_config(entry), pad_id=spec.pad_id)
+        summary = Trainer(fit_to_task(spec, task), task, experiment.train_config(entry, cell.seed, cell.variant), out,
+                          resume=True, progress=False, log_to=log_to, definition=digest, set_aside=set_aside).run()
+        if summary["status"] == "complete" and not (out / f"{rundir.TEST}.json").exists():
+            model, task, _ = load_run(out)
+            settings = experiment.config.decode
+            metrics, hypotheses = evaluate(model, task, "test", DecodeConfig(
+                beam=settings.beam, alpha=settings.alpha, max_ratio=settings.max_ratio, max_extra=settings.max_extra))
+            save_evaluation(out, rundir.TEST, metrics, hypotheses)
     head = records.base(_cell_fields(cell), current, digest, cell.concurrent, cell.commit)
+    imported = executed.imported(current)
+    if imported:  # only then: a record of zoo's own code reads as it always did
+        head.provenance[executed.FIELD] = imported
     records.write(cell.record, records.from_run(out, head))  # last: the record marks the cell done
     return summary["status"]
 
@@ -91,7 +96,7 @@ def _copy_record(cell: Cell, current: dict) -> str:
         original = records.read(source)
     except rundir.RunError:
         return ""
-    if original.status not in ("complete", "diverged") or store.changes(original.definition, current):
+    if original.status not in ("complete", "diverged") or executed.what_changed(original, current):
         return ""
     origin, made = original.cell, original.provenance
     # a copy of a copy names the record that was trained

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo import rundir
-from zoo.experiment import owner, store
+from zoo.experiment import executed, owner, store
 from zoo.experiment import record as records
 from zoo.experiment.config import ExperimentError
 from zoo.plugins import loaded as loaded_plugins
@@ -140,7 +140,7 @@ def cell_state(cell: Cell, current: dict) -> tuple[str, list[str]]:
     except rundir.RunError as err:
         return "stale", [f"its record is refused: {err}"]
     if record is not None and record.status != "failed":
-        changed = store.changes(record.definition, current)
+        changed = executed.what_changed(record, current)
         return ("stale", changed) if changed else ("recorded", [])
     defined = cell.out / rundir.DEFINITION
     if defined.exists():

@@ -21,7 +21,8 @@
                                                              sentence-level metric on it alone; "test" and
                                                              "sentences" are over their union
       "signatures": {"bleu": "...", "chrf": "..."},          the metrics' signatures (sacreBLEU's)
-      "provenance": {zoo version and commit, torch, python, cpu, concurrent runs, finished},
+      "provenance": {zoo version and commit, torch, python, cpu, concurrent runs, finished,
+                     imported: {module: hash} a plugin imported as it ran (zoo/experiment/executed.py)},
       "digest": "..."                                        sha256 of the record's canonical JSON without this field
     }
 
@@ -321,6 +322,7 @@ Value = StrictFloat | StrictInt | StrictStr | None  # JSON numbers (NaN/inf from
 Count = Annotated[StrictInt, Field(ge=0, lt=2**63)]  # steps, tokens, parameters, sentences
 Amount = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] | Count  # seconds, epochs: finite, not negative
 DIGEST = r"^[0-9a-f]{64}$"
+Module = Annotated[StrictStr, Field(pattern=r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")]  # a dotted module name
 
 
 @with_config(ConfigDict(extra="allow"))
@@ -338,6 +340,7 @@ class Provenance(TypedDict, total=False):
     finished: StrictStr | None
     plugins: list[dict[str, Any]] | None
     copied_from: StrictStr | None
+    imported: dict[Module, Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{16}$")]] | None
 
 
 class Cell(BaseModel):

@@ -23,7 +23,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.padding import Padding
 
-from zoo.experiment import executors, owner, store
+from zoo.experiment import executed, executors, owner, store
 from zoo.experiment import record as records
 from zoo.experiment.executors import Executor, Results
 from zoo.experiment.grid import WHOLE, Part, cells, reusable, states
@@ -42,7 +42,8 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
     runner = executor if isinstance(executor, Executor) else executors.create(executor, **options)
     grid = cells(experiment, runs_root, records_root, concurrent=max(runner.concurrent, 1),
                  commit=records.zoo_commit(), part=part)
-    preflight(experiment, [cell.variant for cell in grid])  # a plugin's broken component stops it here
+    with executed.watching():  # a helper a plugin's component imports as it runs, first here, is the cells' too
+        preflight(experiment, [cell.variant for cell in grid])  # a plugin's broken component stops it here
     owner.claim_grid(experiment, runs_root, records_root)
     if log_to is not None:
         grid = [replace(cell, log_to=str(Path(log_to).resolve())) for cell in grid]

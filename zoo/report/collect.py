@@ -38,7 +38,7 @@ import pandas as pd
 
 from zoo import metrics
 from zoo.errors import ZooError
-from zoo.experiment import Experiment, store
+from zoo.experiment import Experiment, executed, store
 from zoo.experiment import record as record_file
 from zoo.experiment.floors import current_floor
 from zoo.experiment.record import Record, Summary
@@ -111,7 +111,7 @@ def load_records(experiment: Experiment, records_root: str | Path) -> Records:
         current = definitions.setdefault((variant, task.key, seed), store.definition(experiment, variant, task, seed))
         if current["data"] is None:
             result.unchecked_data.add(task.key)
-        changed = store.changes(record.definition, current) if record.status != "failed" else []
+        changed = executed.what_changed(record, current) if record.status != "failed" else []
         if changed:
             result.stale[(variant, task.key, seed)] = changed
         else:
