@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SMOKE = (ROOT / "experiments" / "smoke.toml").read_text()
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 TIMINGS = {"tok_per_s", "seconds", "train_seconds", "finished"}
+TRAINED = "stalled"  # a smoke run trains to its end and learns nothing: below the copy task's floor
 
 TRAIN = [sys.executable, "-m", "zoo", "train", "paper-base", "--task", "copy", "--no-progress",
          "--set", "d_model=16", "--set", "n_heads=2", "--set", "d_ff=32",

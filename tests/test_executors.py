@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from smoke_runs import TRAINED
 
 from zoo.cli import main
 from zoo.errors import RegistryError, ZooError
@@ -85,7 +86,7 @@ def test_a_registered_executor_runs_the_grid_through_run_grid(tmp_path, inline):
     ran = {"post-norm/copy/seed-1", "pre-norm/copy/seed-1"}
     assert set(inline.seen) == ran
     assert {name: status for name, (status, _) in results.items()} == {
-        **{name: "complete" for name in ran}, "post-norm/copy/seed-0": "failed", "pre-norm/copy/seed-0": "failed"}
+        **{name: TRAINED for name in ran}, "post-norm/copy/seed-0": "failed", "pre-norm/copy/seed-0": "failed"}
     assert results["post-norm/copy/seed-0"][1] == "not run"  # a cell the executor left out is said to be
     assert records.read(tmp_path / "records" / "pre-norm" / "copy" / "seed-1.json").status == "complete"
 
@@ -143,6 +144,9 @@ def test_a_flag_of_another_executor_is_one_line(capsys):
     assert err == ["zoo: error: --threads: executor local takes no threads (its options: workers)"]
 
 
+ENDED = r"( after \d+ s)? \(trained to the end, but .*\)"  # a stalled cell's line: when, and why it stalled
+
+
 def test_in_a_log_file_the_grid_prints_a_line_per_change_and_ends_its_lines(tmp_path):
     """rich redraws nothing in a file, so `zoo run > log 2>&1 &` logged nothing until the end, and then ran the
     final table's last line ('... elapsed 658 s') into the next line printed. With 2 workers the cells they
@@ -158,7 +162,7 @@ def test_in_a_log_file_the_grid_prints_a_line_per_change_and_ends_its_lines(tmp_
     stamped = [line.split(" ", 1)[1] for line in text.splitlines() if re.match(r"\d\d:\d\d:\d\d ", line)]
     assert stamped[0] == "4 cells: 4 pending"  # counted before anything ran
     for cell in ("post-norm/copy/seed-0", "pre-norm/copy/seed-0", "post-norm/copy/seed-1", "pre-norm/copy/seed-1"):
-        assert sum(re.fullmatch(rf"{cell}: complete( after \d+ s)?", line) is not None for line in stamped) == 1
+        assert sum(re.fullmatch(rf"{cell}: {TRAINED}{ENDED}", line) is not None for line in stamped) == 1
     assert not [line for line in stamped if "elsewhere" in line or "locked" in line]
     assert text.index("zoo run smoke: 4 runs") > text.index(stamped[-1])  # then the final table
     assert re.search(r"elapsed \d+ s\n$", text)
@@ -180,7 +184,7 @@ def test_a_log_shows_cells_of_another_definition_as_stale_until_they_run_again(t
     stamped = [line.split(" ", 1)[1] for line in log.getvalue().splitlines() if re.match(r"\d\d:\d\d:\d\d ", line)]
     assert stamped[0] == "4 cells: 4 stale"
     for cell in ("post-norm/copy/seed-0", "pre-norm/copy/seed-0", "post-norm/copy/seed-1", "pre-norm/copy/seed-1"):
-        assert sum(re.fullmatch(rf"{cell}: complete( after \d+ s)?", line) is not None for line in stamped) == 1
+        assert sum(re.fullmatch(rf"{cell}: {TRAINED}{ENDED}", line) is not None for line in stamped) == 1
         assert records.read(tmp_path / "records" / f"{cell}.json").definition["train"]["steps"] == 30
 
 

@@ -18,8 +18,9 @@ def test_a_part_trains_its_cells_alone_and_the_whole_grid_then_only_the_rest(tmp
     path = experiment_file(tmp_path)
     split, whole = tmp_path / "split", tmp_path / "whole"
     assert zoo_run(path, split, "--variants", "pre-norm", "--seeds", "1", "--tasks", "copy") == 0
-    said = " ".join(capsys.readouterr().err.split())  # 'complete' is the run's state; stalled is the report's word
-    assert "smoke: 1 complete -> records in" in said and "the report sets apart as stalled those that ended" in said
+    said = " ".join(capsys.readouterr().err.split())  # the smoke budget learns nothing: stalled, as the report says
+    assert "smoke: 1 stalled -> records in" in said and "stalled = trained to the end below its task's floor" in said
+    assert "pre-norm/copy/seed-1: stalled: trained to the end, but its validation exact match % ended at 0" in said
     part_record = split / "out" / "records" / "pre-norm" / "copy" / "seed-1.json"
     assert sorted(p.relative_to(split / "out" / "records").as_posix()
                   for p in (split / "out" / "records").rglob("seed-*.json")) == ["pre-norm/copy/seed-1.json"]

@@ -7,7 +7,7 @@ import os
 
 import pytest
 import torch
-from smoke_runs import ROOT, all_records, comparable, experiment_file, run
+from smoke_runs import ROOT, TRAINED, all_records, comparable, experiment_file, run
 
 from zoo import rundir
 from zoo.atomic import TEMP_SUFFIX
@@ -47,7 +47,7 @@ def test_records_name_the_commit_their_grid_started_from(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_changed_steps_retrain_every_cell_and_move_the_old_ones_aside(tmp_path):
-    assert {s for s, _ in run(experiment_file(tmp_path), tmp_path).values()} == {"complete"}
+    assert {s for s, _ in run(experiment_file(tmp_path), tmp_path).values()} == {TRAINED}
     before = all_records(tmp_path / "records")
     run(experiment_file(tmp_path, **{"steps = 40": "steps = 60"}), tmp_path)
     after = all_records(tmp_path / "records")
@@ -78,7 +78,7 @@ def test_changed_variant_overrides_are_stale_and_an_interrupted_cell_restarts_cl
                                        'set = {"residual.kind" = "pre-norm", dropout = 0.2}')
     path.write_text(changed)
     result = run(path, tmp_path)
-    assert {s for s, _ in result.values()} == {"complete"}, result
+    assert {s for s, _ in result.values()} == {TRAINED}, result
     found = records.read(cell.record)
     assert found.definition["train"]["steps"] == 40
     assert all(r["definition"]["spec"]["dropout"] == 0.2 for name, r in all_records(tmp_path / "records").items()
@@ -101,7 +101,7 @@ def test_a_cell_another_experiment_recorded_is_copied_not_trained(tmp_path):
     path = experiment_file(study, **{'name = "smoke"': 'name = "study"', "seeds = [0, 1]": "seeds = [0, 1, 2]"})
     results = run_grid(load_experiment(path), study / "runs", study / "report" / "records", live=False,
                        reuse_from=[pilot / "report"])
-    assert {status for status, _ in results.values()} == {"complete"}
+    assert {status for status, _ in results.values()} == {TRAINED}
     copied, trained = [], []
     for cell in cells(load_experiment(path), study / "runs", study / "report" / "records"):
         record = records.read(cell.record)
@@ -177,7 +177,7 @@ def test_a_corrupt_summary_fails_its_cell_and_the_grid_goes_on(tmp_path, garbage
     assert result[cell.name][0] == "failed"
     reason = records.read(cell.record).reason
     assert "summary.json" in reason and "\n" not in reason
-    assert [s for name, (s, _) in result.items() if name != cell.name] == ["complete"] * 3
+    assert [s for name, (s, _) in result.items() if name != cell.name] == [TRAINED] * 3
 
 
 def test_a_store_that_cannot_be_written_at_all_is_reported_not_a_traceback(tmp_path, monkeypatch):
@@ -259,7 +259,7 @@ def test_a_complete_record_survives_an_experiment_file_broken_while_the_grid_run
     from zoo.experiment import cell as cell_module
 
     path = experiment_file(tmp_path, **{"seeds = [0, 1]": "seeds = [1]"})
-    assert run(path, tmp_path)["post-norm/copy/seed-1"][0] == "complete"
+    assert run(path, tmp_path)["post-norm/copy/seed-1"][0] == TRAINED
     record = tmp_path / "records" / "post-norm" / "copy" / "seed-1.json"
     before = record.read_bytes()
     path.write_text(path.read_text().replace("seeds = [1]", "seeds = [0, 1]"))
@@ -274,7 +274,7 @@ def test_a_complete_record_survives_an_experiment_file_broken_while_the_grid_run
 
     monkeypatch.setattr(cell_module, "_run_cell", run_then_break_the_file)
     results = run_grid(experiment, tmp_path / "runs", tmp_path / "records", live=False)
-    assert results["post-norm/copy/seed-1"] == ("complete", "")
+    assert results["post-norm/copy/seed-1"][0] == TRAINED
     assert record.read_bytes() == before
     assert records.read(record).status == "complete"
 
@@ -284,7 +284,7 @@ def test_a_cell_that_cannot_reload_its_broken_experiment_file_fails_and_keeps_it
     record became current while it waited for the lock) reloads the experiment file; half-saved, it cannot, and the
     cell fails saying why, its complete record untouched."""
     path = experiment_file(tmp_path, **{"seeds = [0, 1]": "seeds = [1]"})
-    assert run(path, tmp_path)["post-norm/copy/seed-1"][0] == "complete"
+    assert run(path, tmp_path)["post-norm/copy/seed-1"][0] == TRAINED
     record = tmp_path / "records" / "post-norm" / "copy" / "seed-1.json"
     before = record.read_bytes()
     (cell,) = [c for c in cells(load_experiment(path), tmp_path / "runs", tmp_path / "records")

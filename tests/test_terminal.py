@@ -167,8 +167,10 @@ def test_the_live_grid_of_zoo_run_is_readable_at_80_columns(recorded, tmp_path, 
     from zoo.experiment import load_experiment, view
     from zoo.experiment.grid import cells
 
-    grid = cells(load_experiment(ROOT / "experiments" / "quickstart.toml"), tmp_path / "runs", tmp_path / "records")
-    monkeypatch.setattr(view, "view_state", lambda cell, stale=None: "failed")
+    experiment = load_experiment(ROOT / "experiments" / "quickstart.toml")
+    grid = cells(experiment, tmp_path / "runs", tmp_path / "records")
+    tasks = {task.key: task for task in experiment.config.tasks}
+    monkeypatch.setattr(view, "view_state", lambda cell, task, stale=None: "failed")
     monkeypatch.setattr(view, "read_record", lambda path: None)
     reason = "cannot write /work/main/runs/quickstart/pre-norm-conv1d/copy/seed-0/checkpoint.pt.tmp: disk full"
-    assert_readable(recorded, render(view.GridView("quickstart", grid, {c.name: reason for c in grid}), WIDTH))
+    assert_readable(recorded, render(view.GridView("quickstart", grid, tasks, {c.name: reason for c in grid}), WIDTH))

@@ -60,9 +60,10 @@ class Study:
         return self.out / RECORDS
 
     def records(self) -> pd.DataFrame:
-        """One row per cell of the grid (variant x task x seed), with results.csv's columns: status ('missing'
-        where nothing is recorded, 'stale' where the record was made under another definition), the metrics,
-        the training cost and the device."""
+        """One row per cell of the grid (variant x task x seed), with results.csv's columns: status as the report
+        counts it ('stalled' where the run trained to its end below its task's floor, 'missing' where nothing is
+        recorded, 'stale' where the record was made under another definition), the metrics, the training cost and
+        the device."""
         from zoo.report.collect import collect, load_records
         from zoo.report.sequential import called_records
 
@@ -101,7 +102,8 @@ class Study:
             reuse_from: Sequence[str | Path] = (), log_to: str | Path | None = None, live: bool = True,
             console: Console | None = None, until_decided: bool = False, **options: Any) -> Results:
         """Train every cell (or those of `variants`, `tasks`, `seeds`) without a current record, `workers` at a
-        time; returns {cell name: (status, reason)}. Records already there are kept, a stopped grid resumes, and
+        time; returns {cell name: (status, reason)}, the status as `records()` and the report count it. Records
+        already there are kept, a stopped grid resumes, and
         `reuse_from` names other report folders whose records of a cell's very definition are copied instead.
         `executor`: a registered executor's name with its `options`, or an executor.
 

@@ -66,10 +66,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         counts[state] = counts.get(state, 0) + 1
     errors.print(f"{experiment.name}: " + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
                  + f" -> records in {out / RECORDS}, run directories in {runs}"
-                 + ("; complete = trained to the end: the report sets apart as stalled those that ended below "
-                    "their task's floor" if counts.get("complete") else ""))
+                 + ("; stalled = trained to the end below its task's floor (the report counts it as unstable, "
+                    "never in a quality verdict)" if counts.get("stalled") else ""))
     for name, (state, reason) in results.items():
-        if state in ("failed", "locked"):
+        if state in ("failed", "locked", "stalled"):
             errors.print(f"  [red]{escape(name)}: {state}[/]: {escape(reason)}")
     for line in sequential_lines(study.sequential()):
         errors.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -26,7 +26,9 @@ from rich.padding import Padding
 from zoo.experiment import executed, executors, owner, store
 from zoo.experiment import record as records
 from zoo.experiment.executors import Executor, Results
-from zoo.experiment.grid import WHOLE, Part, cells, reusable, states
+from zoo.experiment.grid import WHOLE, Cell, Part, cells, read_record, reusable, states
+from zoo.experiment.outcome import outcome
+from zoo.experiment.schema import TaskEntry
 from zoo.experiment.view import GridLog, GridView, held_digest
 from zoo.testing import preflight
 
@@ -69,8 +71,8 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
             console.print(f"  {cell.name} <- {cell.reuse}", soft_wrap=True)
     # a cell with its current record is its result, read here: an executor gets only what has to train, so a grid
     # with nothing left starts no worker (a script without a `__main__` guard would re-import itself in each one)
-    results: Results = {cell.name: (records.read(cell.record).status, "") for cell in grid
-                        if state[cell.name][0] == "recorded"}
+    tasks = {task.key: task for task in experiment.config.tasks}
+    results: Results = {cell.name: ("complete", "") for cell in grid if state[cell.name][0] == "recorded"}
     todo = [cell for cell in grid if cell.name not in results]
     errors: list[BaseException] = []
 
@@ -84,8 +86,8 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
     worker = threading.Thread(target=guarded, daemon=True)
     notes = {name: reason for name, (_, reason) in results.items()}
     held = {cell.name: held_digest(cell) for cell in grid if cell.name in stale}  # shown as stale until replaced
-    view = GridView(f"zoo run {experiment.name}: {len(grid)} runs -> {runs_root}", grid, notes, held)
-    log = GridLog(grid, console, notes, held) if live and not console.is_terminal else None
+    view = GridView(f"zoo run {experiment.name}: {len(grid)} runs -> {runs_root}", grid, tasks, notes, held)
+    log = GridLog(grid, console, tasks, notes, held) if live and not console.is_terminal else None
     if log is not None:
         log.update()
     with Live(view, console=console, refresh_per_second=2, transient=False) if live and log is None \
@@ -101,5 +103,12 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
         console.print(view)  # the final table, as a terminal shows it
     if errors:
         raise errors[0]
-    return {cell.name: results.get(cell.name, ("failed", "not run")) for cell in grid}
+    return {cell.name: _counted(cell, tasks[cell.task], results.get(cell.name, ("failed", "not run"))) for cell in grid}
+
+
+def _counted(cell: Cell, task: TaskEntry, result: tuple[str, str]) -> tuple[str, str]:
+    """A cell's result as the report counts it: a run that trained to the end below its task's floor is 'stalled'
+    (zoo/experiment/outcome.py), not 'complete'."""
+    record = read_record(cell.record) if result[0] == "complete" else None
+    return outcome(record, task) if record is not None else result
 

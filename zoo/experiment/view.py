@@ -16,6 +16,8 @@ from rich.markup import escape
 
 from zoo import rundir
 from zoo.experiment.grid import Cell, read_record
+from zoo.experiment.outcome import outcome
+from zoo.experiment.schema import TaskEntry
 from zoo.terminal import Table
 from zoo.train.config import TrainConfig
 
@@ -31,16 +33,19 @@ def held_digest(cell: Cell) -> str | None:
         return None
 
 
-def view_state(cell: Cell, stale: dict[str, str | None] | None = None) -> str:
+def view_state(cell: Cell, task: TaskEntry, stale: dict[str, str | None] | None = None) -> str:
     """What the view shows for a cell: "stale" while the store still holds what `stale` (cell name -> the digest
     of its record or run directory when the grid started, `held_digest`) found of another definition; else its
-    record's status, else its run directory's, said to be elsewhere when another process holds its lock."""
+    record's outcome as the report counts it (stalled where it ended below `task`'s floor), else its run
+    directory's status, said to be elsewhere when another process holds its lock."""
     if stale and cell.name in stale and held_digest(cell) == stale[cell.name]:
         return "stale"  # a finished run of the old definition is not this cell's result: it runs again
     if cell.record.exists():
         record = read_record(cell.record)
-        return record.status if record is not None else "failed"
+        return outcome(record, task)[0] if record is not None else "failed"
     state = rundir.status(cell.out)
+    if state == "complete":  # trained and tested, its record not yet written: what it counts as is not known yet
+        state = "evaluating"
     if state in ("pending", "started", "evaluating") and cell.lock.holder() not in (None, os.getpid()):
         return f"{state} elsewhere" if state != "pending" else "locked"
     return state
@@ -60,31 +65,32 @@ def _progress(out: Path) -> tuple[str, float | None]:
     return line, config.fraction_done(last["step"], last.get("epoch", 0), last.get("seconds", 0))
 
 
-def _reason(cell: Cell, notes: dict[str, str]) -> str:
-    """Why a cell failed or diverged: its record's reason, else what this process noted."""
+def _reason(cell: Cell, task: TaskEntry, notes: dict[str, str]) -> str:
+    """Why a cell stalled, failed or diverged: its record's outcome's reason, else what this process noted."""
     record = read_record(cell.record)
-    return (record.reason if record is not None else "") or notes.get(cell.name, "")
+    return (outcome(record, task)[1] if record is not None else "") or notes.get(cell.name, "")
 
 
-FINAL = ("complete", "diverged", "failed")
+FINAL = ("complete", "stalled", "diverged", "failed")
+TROUBLE = ("stalled", "diverged", "failed")  # the final states whose reason the view shows
 
-STYLE = {"complete": "green", "diverged": "yellow", "failed": "red", "started": "cyan", "evaluating": "cyan",
-         "pending": "dim", "stale": "yellow", "locked": "magenta", "started elsewhere": "magenta",
+STYLE = {"complete": "green", "stalled": "yellow", "diverged": "yellow", "failed": "red", "started": "cyan",
+         "evaluating": "cyan", "pending": "dim", "stale": "yellow", "locked": "magenta", "started elsewhere": "magenta",
          "evaluating elsewhere": "magenta"}
 
 
 class GridView:
     """Rich renderable of the grid, re-read from the store on every refresh."""
 
-    def __init__(self, title: str, grid: list[Cell], notes: dict[str, str] | None = None,
+    def __init__(self, title: str, grid: list[Cell], tasks: dict[str, TaskEntry], notes: dict[str, str] | None = None,
                  stale: dict[str, str | None] | None = None):
-        self.title, self.grid, self.started = title, grid, time.time()
+        self.title, self.grid, self.tasks, self.started = title, grid, tasks, time.time()
         self.first_seen: dict[str, float] = {}
         self.notes = notes if notes is not None else {}  # cell name -> failure reason from this process
         self.stale = stale or {}  # cell name -> held_digest at the start, for the cells `plan` found stale
 
     def __rich__(self):
-        states = {cell.name: view_state(cell, self.stale) for cell in self.grid}
+        states = {cell.name: view_state(cell, self.tasks[cell.task], self.stale) for cell in self.grid}
         table = Table(title=self.title, title_justify="left", expand=False)
         for column in ("variant", "task", "seed", "status", "progress"):
             table.add_column(column)
@@ -98,8 +104,8 @@ class GridView:
                 if fraction and fraction > 0.02 and state == "started":
                     eta = f"  ETA {max(0.0, (time.time() - seen) * (1 - fraction) / fraction):.0f} s"
                 detail = line + (f"  {fraction:.0%}" if fraction is not None else "") + eta
-            elif state in ("failed", "diverged"):
-                detail = _reason(cell, self.notes)
+            elif state in TROUBLE:
+                detail = _reason(cell, self.tasks[cell.task], self.notes)
             elif state == "stale":
                 detail = "run under another definition: runs again"
             elif state in ("locked", "evaluating elsewhere"):
@@ -115,8 +121,9 @@ class GridLog:
     nothing there, so a long grid's log stayed empty until its final table. This prints a timestamped line for
     each cell whose state changes instead, after one line that counts the cells' states at the start."""
 
-    def __init__(self, grid: list[Cell], console, notes: dict[str, str], stale: dict[str, str | None] | None = None):
-        self.grid, self.console, self.notes, self.stale = grid, console, notes, stale or {}
+    def __init__(self, grid: list[Cell], console, tasks: dict[str, TaskEntry], notes: dict[str, str],
+                 stale: dict[str, str | None] | None = None):
+        self.grid, self.console, self.tasks, self.notes, self.stale = grid, console, tasks, notes, stale or {}
         self.states: dict[str, str] = {}
         self.started: dict[str, float] = {}
         self.opened = False
@@ -127,7 +134,7 @@ class GridLog:
             before = self.states.get(cell.name)
             if before in FINAL:
                 continue  # a finished cell is read once
-            state = self.states[cell.name] = view_state(cell, self.stale)
+            state = self.states[cell.name] = view_state(cell, self.tasks[cell.task], self.stale)
             if state == "started":
                 self.started.setdefault(cell.name, time.time())
             if opening or state == before:
@@ -135,8 +142,8 @@ class GridLog:
             line = f"{cell.name}: {state}"
             if state in FINAL and cell.name in self.started:
                 line += f" after {time.time() - self.started[cell.name]:.0f} s"
-            if state in ("failed", "diverged"):
-                line += f" ({_reason(cell, self.notes)})"
+            if state in TROUBLE:
+                line += f" ({_reason(cell, self.tasks[cell.task], self.notes)})"
             self._print(line)
         if opening:
             counts = Counter(self.states.values())

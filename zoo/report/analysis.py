@@ -28,6 +28,7 @@ import pandas as pd
 
 from zoo import metrics
 from zoo.experiment import Experiment
+from zoo.experiment.outcome import eval_curve
 from zoo.experiment.schema import TaskEntry
 from zoo.report.collect import Records, sentence_stats
 from zoo.report.fingerprint import fingerprint
@@ -197,21 +198,12 @@ class Analyst:
         return self._outcomes[key]
 
     def _classify(self, variant: str, task: TaskEntry, seed: int) -> str:
+        """The row's status: results.csv's, which already counts a stalled run as such (zoo/experiment/outcome.py)."""
         row = self.frame[(self.frame.variant == variant) & (self.frame.task == task.key) & (self.frame.seed == seed)]
-        status = str(row.status.iloc[0]) if len(row) else "missing"
-        if status != "complete":
-            return status
-        curve = self.eval_curve(variant, task, seed, task.primary_metric)
-        rule = oc.StallRule(floor=task.stall_floor, patience=task.stall.patience,
-                            higher_is_better=higher_is_better(task.primary_metric))
-        return oc.classify_run(status, float(row.valid_metric.iloc[0]), curve[1], rule)
+        return str(row.status.iloc[0]) if len(row) else "missing"
 
     def eval_curve(self, variant: str, task: TaskEntry, seed: int, metric: str) -> tuple[list, list]:
-        record = self.records.get(variant, task.key, seed)
-        columns = record.curves.eval if record is not None and record.curves is not None else {}
-        steps, values = columns.get("step") or [], columns.get(metric) or []
-        pairs = [(s, float(v)) for s, v in zip(steps, values) if isinstance(v, (int, float))]
-        return [s for s, _ in pairs], [v for _, v in pairs]
+        return eval_curve(self.records.get(variant, task.key, seed), metric)
 
     def trained(self, task: TaskEntry, variant: str, device: str | None = None) -> list[int]:
         """Seeds whose run completed and learned (outcome 'complete'), in seed order; with `device`, those of them

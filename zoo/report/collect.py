@@ -7,7 +7,9 @@ pure function of the records and the experiment file, and can be rebuilt anywher
 
 Columns of `collect`'s table (and of results.csv):
 
-    variant, task, seed, status, reason      status: complete | diverged | failed | stale | refused | missing
+    variant, task, seed, status, reason      status: complete | stalled | diverged | failed | stale | refused |
+                                             missing, as the report counts it (zoo/experiment/outcome.py):
+                                             stalled = trained to the end below the task's floor
     parameters, steps, tokens, train_seconds from the record's summary (parameters: trainable ones)
     tok_per_s                                tokens / train_seconds: mean training throughput
     valid_loss, valid_nll, valid_ppl         the last evaluation row (validation set)
@@ -41,6 +43,7 @@ from zoo.errors import ZooError
 from zoo.experiment import Experiment, executed, store
 from zoo.experiment import record as record_file
 from zoo.experiment.floors import current_floor
+from zoo.experiment.outcome import outcome
 from zoo.experiment.record import Record, Summary
 from zoo.experiment.schema import TaskEntry
 from zoo.rundir import RunError
@@ -61,7 +64,7 @@ def metric_columns(experiment: Experiment) -> list[str]:
 def columns(experiment: Experiment) -> tuple[str, ...]:
     """results.csv's columns: the cell, how it ran, the metrics (metric_columns), then the rest."""
     return (*KEYS, *RUN_COLUMNS, *metric_columns(experiment), *AFTER)
-STATUSES = ("complete", "diverged", "failed", "stale", "refused", "missing")
+STATUSES = ("complete", "stalled", "diverged", "failed", "stale", "refused", "missing")
 
 
 class ReportError(ZooError):
@@ -147,7 +150,8 @@ def read_row(record: Record | None, task: TaskEntry, stale: list[str] | None,
         return {**row, "status": "failed", "reason": " ".join(record.reason.split()) or "failed"}
     summary, final = record.summary or Summary(), record.final or {}
     tokens, seconds = _number(summary.tokens), _number(summary.train_seconds)
-    row.update(status=record.status, reason=record.reason, parameters=_number(summary.parameters),
+    status, reason = outcome(record, task)
+    row.update(status=status, reason=reason, parameters=_number(summary.parameters),
                steps=_number(summary.steps), tokens=tokens, train_seconds=seconds,
                tok_per_s=tokens / seconds if seconds > 0 else math.nan, device=str(summary.device or ""),
                concurrent_runs=_number(record.provenance.get("concurrent_runs")),

@@ -214,7 +214,7 @@ def throughput(experiment: Experiment, frame: pd.DataFrame, path: Path) -> Path:
     readable."""
     colors = _colors(experiment)
     variants = list(colors)
-    complete = frame[frame.status == "complete"]
+    complete = frame[frame.status.isin(("complete", "stalled"))]  # trained to the end
     devices = {task.key: sorted(set(complete[complete.task == task.key].device.astype(str))) or [""]
                for task in experiment.config.tasks}
     cells = [(task, device) for task in experiment.config.tasks for device in devices[task.key]]

@@ -17,7 +17,7 @@ def grid_status(report: Report) -> list[str]:
     counts = Counter(frame.status)
     planned = f"{len(frame)} runs planned" if report.sequential is None else called_line(report)
     lines = [f"{planned}: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]) + ".", ""]
-    problems = frame[~frame.status.isin(["complete", "diverged", "missing"])]
+    problems = frame[~frame.status.isin(["complete", "stalled", "diverged", "missing"])]
     folder = Path(report.analyst.records.root).name
     notes = [f"- `{r.variant} / {r.task} / seed-{r.seed}`: **{r.status}**: "
              + (f"`{folder}/{r.record}` is not used: " if r.status == "refused" else "") + md_text(r.reason)

@@ -82,7 +82,7 @@ def device_effects(report: Report) -> list[str]:
     first device score from the others on the primary metric, averaged over the arms, with the exact
     permutation test over seeds (zoo/stats/blocks.py). Balanced over the arms, the device cannot bias a
     comparison; it adds to the seeds' spread, and this says by how much."""
-    frame = report.frame[report.frame["status"] == "complete"]
+    frame = report.frame[report.frame["status"].isin(("complete", "stalled"))]  # trained to the end
     lines = []
     for analysis in report.tasks:
         rows = frame[frame["task"] == analysis.task.key]

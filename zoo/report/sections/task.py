@@ -93,7 +93,7 @@ def task_section(report: Report, analysis: TaskAnalysis, out_dir: Path) -> list[
         lines += [f"Other metrics, descriptive (difference [{ci(settings.alpha)}], no verdicts):", "",
                   md_table(*descriptive_rows(analysis, descriptive_metrics(task), settings.alpha)), ""]
     lines += noise_lines(experiment, analysis)
-    if not ((report.frame.task == task.key) & report.frame.status.isin(("complete", "diverged"))).any():
+    if not ((report.frame.task == task.key) & report.frame.status.isin(("complete", "stalled", "diverged"))).any():
         return lines  # nothing finished yet: the grid status says so, and an empty plot would look like a result
     stem = plots.file_stem(task.key)
     figures = [("test metric per seed", plots.seed_values(experiment, analysis, report.analyst,
