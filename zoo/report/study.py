@@ -15,7 +15,7 @@ from zoo.experiment.schema import Transfer
 from zoo.report import findings as fnd
 from zoo.report import sequential as seq
 from zoo.report.analysis import Analyst, TaskAnalysis
-from zoo.report.collect import collect, current_floors, load_records
+from zoo.report.collect import Records, collect, current_floors, load_records
 from zoo.report.equiv import Matrix, equivalence_matrix
 from zoo.report.family import Placebo, adjust_instability, adjust_verdicts
 from zoo.report.noise import arm_noise
@@ -40,17 +40,25 @@ class Report:
     equivalence_family: int = 0  # equivalence tests (TOSTs) adjusted together
     failure_family: int = 0
     sequential: seq.SequentialState | None = None  # with [sequential]: the looks, what they decided, the calls
+    # another experiment a transfer reads -> its analysis, made once: a report recomputed from other records
+    # (zoo/report/left_out.py) reuses it
+    others: dict[str, Report] = field(default_factory=dict, repr=False)
 
 
-def analyse(experiment: Experiment, records_root: Path) -> Report:
+def analyse(experiment: Experiment, records_root: Path, records: Records | None = None,
+            others: dict[str, Report] | None = None) -> Report:
     """The experiment's analysis from its records, every verdict settled on adjusted p-values; with [sequential],
-    over the seeds each arm was called for, and its primary verdicts the looks' decisions (zoo/report/sequential.py)."""
+    over the seeds each arm was called for, and its primary verdicts the looks' decisions (zoo/report/sequential.py).
+    `records` in place of those in `records_root` (the same analysis of other records: zoo/report/left_out.py), and
+    `others`, the analyses of other experiments a transfer reads, where they are made already."""
     state = None
     if experiment.config.sequential is not None:
+        if records is not None:
+            raise ValueError("a sequential experiment's records are read from its looks, not given")
         state = seq.read(experiment, records_root)
         experiment = experiment.with_calls(state.calls())
         records = seq.called_records(state, experiment)
-    else:
+    elif records is None:
         records = load_records(experiment, records_root)
     frame = collect(experiment, records)
     floors = current_floors(experiment, Path(records_root))
@@ -65,7 +73,8 @@ def analyse(experiment: Experiment, records_root: Path) -> Report:
     report = Report(experiment, frame, analyst, tasks, matrix, checks)
     settings = experiment.config.analysis
     own = {analysis.task.key: analysis for analysis in tasks}
-    others: dict[str, Report] = {}  # another experiment, analysed once however many transfers read it
+    others = {} if others is None else others  # another experiment, analysed once however many transfers read it
+    report.others = others
     report.transfers = [_transfer(experiment, transfer, own, Path(records_root), others)
                         for transfer in experiment.config.transfers]
     report.family, report.equivalence_family, report.placebos = adjust_verdicts(
