@@ -23,6 +23,7 @@ from zoo.report.sections.equivalence import Equivalence
 from zoo.report.sections.experiment_file import ExperimentFile
 from zoo.report.sections.findings import findings_section
 from zoo.report.sections.grid import grid_status
+from zoo.report.sections.left_out import LeftOutRuns
 from zoo.report.sections.method import method_section
 from zoo.report.sections.overview import Overview
 from zoo.report.sections.placebos import placebo_section
@@ -38,7 +39,7 @@ def sections(report: Report) -> list[Section]:
     return [Text("Grid status", grid_status), Overview(), *(TaskSection(analysis) for analysis in report.tasks),
             Transfers(), Text("Placebo pairs (the noise floor)", placebo_section), Equivalence(),
             Text("Findings", findings_section), Throughput(), Text("Method", method_section),
-            Text("Provenance", provenance), ExperimentFile()]
+            Text("Provenance", provenance), LeftOutRuns(), ExperimentFile()]
 
 
 def build_report(experiment: Experiment, records_root: Path, out_dir: Path, command: str) -> tuple[Path, Report]:

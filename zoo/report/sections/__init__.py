@@ -12,6 +12,7 @@ markdown and writes its own plots, so a new section is one file and one line in 
     throughput.py       training speed (descriptive)
     method.py           how every number was made
     provenance.py       where the runs trained
+    left_out.py         trained runs the records do not hold, their rules, the verdicts with them kept
     experiment_file.py  the experiment file itself
 """
 
