@@ -134,3 +134,18 @@ def test_left_out_records_are_read_as_records_are_and_each_names_its_rule(study)
     with pytest.raises(ReportError, match="no reasons.toml"):
         lo.read(experiment, records)
 
+
+def test_every_committed_left_out_folder_reads_whole():
+    """Every left-out record committed under reports/ passes the records' own reader (types, consistency, digest)
+    and names its rule, as the report that lists it reads it."""
+    from pathlib import Path
+
+    from zoo.experiment import load_experiment
+
+    root = Path(__file__).resolve().parent.parent
+    folders = sorted(root.glob(f"reports/*/{lo.FOLDER}"))
+    assert folders  # reports/scale/left-out
+    for folder in folders:
+        experiment = load_experiment(root / "experiments" / f"{folder.parent.name}.toml")
+        found = lo.read(experiment, folder.parent / "records")
+        assert len(found.recorded) == len(list(folder.glob("*/*/seed-*.json")))
