@@ -531,3 +531,30 @@ def test_the_sensitivity_lines_recompute_from_the_left_out_and_kept_records():
         moved[name] = {variant: (then, now) for variant, then, now in quoted}
     # the estimate the review quoted (-1.09 -> -0.95 with the unrecorded GPU run's 37.63), with the records there are
     assert moved["every left-out record (6 records)"]["no-label-smoothing"] == ("-1.09", "-0.98")
+
+
+def test_the_readme_quotes_the_runs_left_out_as_the_report_gives_them():
+    """reports/README's bullet, from reasons.toml and the report's sensitivity line (itself recomputed from the
+    records by test_the_sensitivity_lines_recompute_from_the_left_out_and_kept_records)."""
+    reasons = _reasons()
+    runs = reasons["runs"]
+    recorded = [e for e in runs if (LEFT_OUT / f"{e['cell']}.json").exists()]
+    by_rule = {rule: [e["cell"] for e in runs if e["rule"] == rule] for rule in reasons["rules"]}
+    assert (len(runs), len(recorded)) == (7, 6)
+    assert [c.rsplit("/", 1)[1] for c in by_rule["kernels"]] == ["seed-0"] * 3
+    assert [c.rsplit("/", 1)[1] for c in by_rule["seed-1-whole-on-a-gpu"]] == ["seed-1"] * 3
+    (unrecorded,) = [e for e in runs if e not in recorded]
+    kept = results("scale").set_index(["variant", "seed"]).loc[("no-label-smoothing", 0)]
+    assert (unrecorded["value"], f"{kept.bleu:.2f}", kept.device) == (37.63, "36.95", "cpu")
+    said(REPORTS, "Seven trained runs are not in the records, each under a rule its commit names (the report's "
+                  "\"Runs left out\" lists them; six records lie in `scale/left-out/`)")
+    said(REPORTS, f"({unrecorded['value']:.2f} test BLEU against the kept CPU run's {kept.bleu:.2f}), never committed.")
+    (line,) = [line for line in (SCALE / "report.md").read_text().splitlines()
+               if line.startswith("- with every left-out record (6 records): ")]
+    changed, of = re.search(r"(no verdict changes|\d+ verdicts? changes?) \(of (\d+)\)", line).groups()
+    moves = re.findall(r"([a-z0-9-]+) ([+-]\d+\.\d+) → ([+-]\d+\.\d+)", line)
+    first, smoothing = moves[0], [m for m in moves if m[0] == "no-label-smoothing"][0]
+    assert first[0] == "rotary" and changed == "no verdict changes"
+    minus = lambda text: text.replace("-", "−")  # noqa: E731
+    said(REPORTS, f"no verdict changes (of {of}); rotary moves most ({first[1]} → {first[2]}), and removing label "
+                  f"smoothing moves from {minus(smoothing[1])} to {minus(smoothing[2])}.")
