@@ -269,8 +269,8 @@ def test_the_literature_table_quotes_the_findings_and_the_reports():
     said(REPORTS, "At d_model 256 (with depth, vocabulary, batch, steps, rate and decoding changed too) rotary's "
                   "estimate moved toward the published one (+2.18 to +1.17, still six times +0.2), removing label "
                   "smoothing went from equivalent to worse (−0.07 to −1.09: the published −0.5's direction, with an "
-                  "interval, [−1.71, −0.47], that holds −0.5), neither change significant after the correction, and untying's gain, which Press "
-                  "& Wolf did not find, is gone (+1.68 to −0.42, a significant change).")
+                  "interval, [−1.71, −0.47], that holds −0.5), neither change significant after the correction, and "
+                  "untying's gain, which Press & Wolf did not find, is gone (+1.68 to −0.42, a significant change).")
     (move,) = report("scale").transfers
     assert [move.rows[v].verdict for v in ("rotary", "no-label-smoothing", "sharing-none")] == [
         "undetermined", "undetermined", "changes"]
