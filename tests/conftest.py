@@ -23,7 +23,7 @@ from fake_study import write_study
 from hypothesis import settings
 
 import zoo
-from zoo.equivalence import random_batch
+from zoo.proofs.equivalence import random_batch
 from zoo.report import analyse
 
 # The fuzz and property tests draw the same examples on every run, so that a red CI names a bug in the change and

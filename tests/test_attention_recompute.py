@@ -1,6 +1,6 @@
-"""kernels = "fast-attention": attention's bf16 backward recomputed in float32 (zoo/attention_recompute.py) keeps the
-CPU flash kernel's forward bit for bit, and its gradients are at least as close to a float64 reference as the
-kernel's own; outside bf16 training on the CPU it changes nothing."""
+"""kernels = "fast-attention": attention's bf16 backward recomputed in float32 (zoo/kernels/attention_recompute.py)
+keeps the CPU flash kernel's forward bit for bit, and its gradients are at least as close to a float64 reference as
+the kernel's own; outside bf16 training on the CPU it changes nothing."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import zoo
-from zoo.attention_recompute import recomputed_backward, scaled_dot_product_attention
-from zoo.loss_fused import training_loss
+from zoo.kernels.attention_recompute import recomputed_backward, scaled_dot_product_attention
+from zoo.kernels.loss_fused import training_loss
 
 SCALE = 0.125
 
@@ -124,7 +124,7 @@ def test_the_trainer_takes_it_from_its_config_and_logs_the_fast_paths_losses_to_
     backward runs in training steps, and the run logs what the fast path logs, to bf16's tolerance."""
     import json
 
-    import zoo.attention_recompute as recompute
+    import zoo.kernels.attention_recompute as recompute
     from zoo.data import load_task
     from zoo.train import TrainConfig, Trainer
 

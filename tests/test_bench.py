@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from zoo import machine
-from zoo.bench import BenchConfig, make_batch, run, runs_per_device
 from zoo.cli import main
+from zoo.proofs.bench import BenchConfig, make_batch, run, runs_per_device
 
 TINY = {"d_model": 16, "n_heads": 2, "d_ff": 32, "layers": 1, "vocab": 50, "rounds": 1, "steps_per_round": 1,
         "decode_batch": 2, "decode_tokens": 4}

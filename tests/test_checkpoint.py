@@ -142,7 +142,7 @@ def test_evaluate_on_a_read_only_run_prints_metrics_then_one_line(trained, tmp_p
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("zoo.cli_train.save_evaluation", refuse)  # chmod is no obstacle when tests run as root
+    monkeypatch.setattr("zoo.cli.train.save_evaluation", refuse)  # chmod is no obstacle when tests run as root
     code = main(["evaluate", str(run_dir), "--limit", "5"])
     out, err = capsys.readouterr()
     assert code == 2 and "exact_match" in out

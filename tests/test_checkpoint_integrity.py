@@ -185,7 +185,7 @@ def test_a_plain_zoo_train_run_checks_its_checkpoint_too(tmp_path, capsys):
     capsys.readouterr()
 
     from zoo.data import load_saved
-    from zoo.spec import validate_spec
+    from zoo.model.spec import validate_spec
 
     spec = validate_spec(rundir.read_table(run_dir / rundir.SPEC)["spec"])
     config = TrainConfig.model_validate(rundir.read_table(run_dir / rundir.TRAIN))
@@ -216,7 +216,7 @@ def test_a_checkpoint_past_an_epochs_budget_is_not_resumed(tmp_path, capsys, bud
     (run_dir / rundir.SUMMARY).unlink()
     rewrite(path, position={"epoch": position["epoch"] + 1}, sign=True)
     from zoo.data import load_saved
-    from zoo.spec import validate_spec
+    from zoo.model.spec import validate_spec
 
     spec = validate_spec(rundir.read_table(run_dir / rundir.SPEC)["spec"])
     config = TrainConfig.model_validate(rundir.read_table(run_dir / rundir.TRAIN))

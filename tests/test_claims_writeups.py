@@ -27,9 +27,9 @@ from claims import (
     verdicts,
 )
 
+from zoo.model.summary import diff
 from zoo.report.findings import factors
 from zoo.report.tables import verdict_class
-from zoo.summary import diff
 
 NAME, SYNTHETIC, MULTI30K = "five-writeups", ("copy", "reverse"), "multi30k-de-en"
 WRITEUPS = [f"writeup-00{i}" for i in range(5)]

@@ -18,7 +18,7 @@ import zoo.cli
 from zoo import rundir
 from zoo.atomic import TEMP_SUFFIX
 from zoo.cli import main
-from zoo.cli_process import Output, OutputError, terminate
+from zoo.cli.process import Output, OutputError, terminate
 from zoo.experiment import floors, load_experiment
 from zoo.experiment.grid import cells
 

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import zoo
-from zoo.equivalence import canonical_state
+from zoo.proofs.equivalence import canonical_state
 from zoo.registry import registry
 from zoo.testing import MODULE_SLOTS, contracts_for, tiny_spec
 
@@ -29,7 +29,7 @@ def swapped(tiny, slot: str, name: str) -> zoo.ModelSpec:
     return tiny(**{f"{slot}.{registry.slot(slot).key}": name})
 
 
-# -- the contracts every entry keeps (zoo/testing.py; `zoo check` runs them on a user's entry) ---------
+# -- the contracts every entry keeps (zoo/testing/__init__.py; `zoo check` runs them on a user's entry) ---------
 CASES = [(entry, contract) for entry in ALL_ENTRIES for contract in contracts_for(entry)]
 
 

@@ -23,7 +23,8 @@ import sacrebleu.dataset.base
 from rich.console import Console
 from sacrebleu.dataset.fake_sgml import FakeSGMLDataset
 
-from zoo import cli_data, plugins
+from zoo import plugins
+from zoo.cli import data as cli_data
 from zoo.cli import main
 from zoo.data import DATASETS, DataError, Multi30k, Source, Wmt14Sample, register_dataset
 from zoo.data.wmt14 import Corpus, sample_pairs
@@ -368,7 +369,7 @@ class Plugged(Dataset):
 def test_an_interrupted_get_says_that_running_it_again_resumes():
     import argparse
 
-    from zoo.cli_process import stopped
+    from zoo.cli.process import stopped
 
     line, code = stopped(KeyboardInterrupt(), argparse.Namespace(command="data", data_command="get"))
     assert code == 130 and line == ("zoo: interrupted; partial downloads are kept: running the same command again "

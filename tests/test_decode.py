@@ -4,8 +4,8 @@ import pytest
 import torch
 
 import zoo
-from zoo.decode import MAX_BEAM, DecodeConfig, beam_search, greedy, length_penalty
-from zoo.equivalence import genericize, random_batch
+from zoo.model.decode import MAX_BEAM, DecodeConfig, beam_search, greedy, length_penalty
+from zoo.proofs.equivalence import genericize, random_batch
 from zoo.testing import incremental_gap
 
 SMALL = {"d_model": 32, "n_heads": 4, "d_ff": 48, "encoder_layers": 2, "decoder_layers": 2,
@@ -96,5 +96,5 @@ def test_an_exhaustive_beam_returns_the_best_normalised_hypothesis():
         assert beam_search(model, src, BOS, EOS, config) == [best]
 
 
-# Every registered component decodes cached as uncached: the `incremental` contract (zoo/testing.py,
+# Every registered component decodes cached as uncached: the `incremental` contract (zoo/testing/__init__.py,
 # tests/test_components.py).

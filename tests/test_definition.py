@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from zoo.data.config import TaskConfig
-from zoo.decode import DecodeSettings
 from zoo.experiment import load_experiment, store
 from zoo.experiment import record as records
 from zoo.experiment.grid import cells, plan
+from zoo.model.decode import DecodeSettings
 
 CORPUS = {"train": ["ein haus", "ein hund", "der hund", "das haus", "ein kleines haus", "der grosse hund"] * 4,
           "valid": ["ein haus", "der hund"], "test": ["das haus", "ein hund"], "more": ["der hund", "das haus"]}

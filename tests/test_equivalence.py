@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import zoo
-from zoo.equivalence import canonical_state, genericize
+from zoo.proofs.equivalence import canonical_state, genericize
 
 
 def verdict_for(tiny, a: dict, b: dict) -> zoo.Verdict:

@@ -99,7 +99,7 @@ def test_a_matrix_of_recorded_specs_counts_parameters_as_their_records_did():
     imports torch._dynamo: 2 s and 70 MB of a report), and that count is what building the spec gives."""
     from pathlib import Path
 
-    from zoo.build import build
+    from zoo.model.build import build
     from zoo.report import equiv
 
     root = Path(__file__).resolve().parents[1]

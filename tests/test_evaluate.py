@@ -5,7 +5,7 @@ import sacrebleu
 
 from zoo.data import SyntheticTask
 from zoo.data.text import TextTask
-from zoo.evaluate import score
+from zoo.train.evaluate import score
 
 
 class FakeTask:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from zoo import cli_dry_run
-from zoo.cli_dry_run import Left, dry_run_summary, progress_bar
+from zoo.cli import dry_run as cli_dry_run
+from zoo.cli.dry_run import Left, dry_run_summary, progress_bar
 from zoo.experiment import forecast as forecasts
 from zoo.experiment import load_experiment, store
 from zoo.experiment import record as record_file

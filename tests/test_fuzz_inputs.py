@@ -15,7 +15,7 @@ from zoo.cli import main
 from zoo.config_io import parse_assignments
 from zoo.errors import ZooError
 from zoo.experiment import load_experiment
-from zoo.spec import load_spec
+from zoo.model.spec import load_spec
 
 
 def many(examples: int) -> settings:

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 import zoo
-from zoo.build import build
 from zoo.data import collate, load_task, token_batches
-from zoo.loss_fused import training_loss
+from zoo.kernels.loss_fused import training_loss
+from zoo.model.build import build
 from zoo.rundir import METRICS, read_metrics
 from zoo.train import TrainConfig, Trainer
 from zoo.train import checkpoint as checkpoints

@@ -11,9 +11,9 @@ import torch
 import zoo
 from zoo.cli import main
 from zoo.data import DataError, TaskConfig, load_saved, load_task
-from zoo.decode import MAX_BEAM, DecodeConfig, greedy
 from zoo.errors import SpecError, ZooError
 from zoo.experiment import load_experiment
+from zoo.model.decode import MAX_BEAM, DecodeConfig, greedy
 from zoo.registry import registry
 from zoo.train import TrainConfig, check_fits, fit_to_task, load_train_config
 from zoo.train.config import load_train_config as load_config

@@ -5,8 +5,8 @@ import torch
 from torch import nn
 
 import zoo
-from zoo import interop
-from zoo.equivalence import canonical_state, genericize, random_batch
+from zoo.proofs import interop
+from zoo.proofs.equivalence import canonical_state, genericize, random_batch
 
 # (d_model, n_heads, d_ff, encoder_layers, decoder_layers, vocab)
 SIZES = [(32, 4, 64, 1, 1, 30), (48, 6, 80, 2, 3, 50), (64, 8, 128, 3, 2, 70)]

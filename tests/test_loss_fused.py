@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import zoo
-from zoo.loss_fused import chunk_rows, fusable, fused_loss_sums, training_loss
+from zoo.kernels.loss_fused import chunk_rows, fusable, fused_loss_sums, training_loss
 from zoo.registry import registry
 
 
@@ -59,7 +59,7 @@ def test_many_chunks_give_what_one_gives(tiny, monkeypatch):
     src, tgt = _batch(model.spec.tgt_vocab, seed=3)
     whole = _losses(model, src, tgt, 0.1, True)
     assert chunk_rows(model.spec.tgt_vocab, model.spec.d_model) >= 5 * 8  # the whole batch is one chunk
-    monkeypatch.setattr("zoo.loss_fused.chunk_rows", lambda *shape: 3)  # 14 chunks, the last of 1 row
+    monkeypatch.setattr("zoo.kernels.loss_fused.chunk_rows", lambda *shape: 3)  # 14 chunks, the last of 1 row
     chunked = _losses(model, src, tgt, 0.1, True)
     torch.testing.assert_close(chunked[0], whole[0])
     for name, grad in whole[2].items():

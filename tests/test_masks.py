@@ -12,7 +12,7 @@ import torch
 
 import zoo
 from zoo.components.masks import AttentionMask, TorchMasks
-from zoo.equivalence import canonical_state
+from zoo.proofs.equivalence import canonical_state
 from zoo.registry import registry
 
 PAD = 0

@@ -7,7 +7,7 @@ import pytest
 from zoo import metrics
 from zoo.errors import RegistryError
 from zoo.metrics import Metric, register_metric
-from zoo.testing_data import check_metric, metric_contracts
+from zoo.testing.data import check_metric, metric_contracts
 
 
 @pytest.mark.parametrize("name", metrics.names())

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 import zoo
 from zoo.components.positional import RotaryPositions
 from zoo.components.residual import Placement
-from zoo.interop import to_torch
+from zoo.proofs.interop import to_torch
 from zoo.registry import registry
 
 NEW = {"norm": ["rmsnorm", "scalenorm"], "ffn": ["reglu", "geglu", "swiglu"], "positional": ["rotary", "alibi"],

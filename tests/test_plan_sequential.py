@@ -124,7 +124,7 @@ def test_zoo_plan_prints_the_sequential_snippet_for_the_quickstart(capsys, monke
     is not sized and goes on to the cap."""
     from rich.console import Console
 
-    from zoo import cli_experiment
+    from zoo.cli import experiment as cli_experiment
 
     monkeypatch.chdir(ROOT)
     monkeypatch.setattr(cli_experiment, "console", Console(width=200))

@@ -121,12 +121,13 @@ def test_a_plugin_that_patches_a_builtin_makes_its_cells_depend_on_it(tmp_path, 
 
 def test_a_plugin_that_patches_zoo_outside_the_registry_makes_every_cell_depend_on_it(tmp_path, new_process,
                                                                                          monkeypatch):
-    """A change zoo cannot attribute to a registered class (here: a function of zoo.model) errs on the side of stale."""
-    import zoo.model
+    """A change zoo cannot attribute to a registered class (here: a class of zoo.model.seq2seq) errs on the side of
+    stale."""
+    import zoo.model.seq2seq
 
-    monkeypatch.setattr(zoo.model, "Seq2Seq", zoo.model.Seq2Seq)
-    (tmp_path / "patch_model.py").write_text("import zoo.model\n\n\nclass Other(zoo.model.Seq2Seq):\n    pass\n\n\n"
-                                             "zoo.model.Seq2Seq = Other\n")
+    monkeypatch.setattr(zoo.model.seq2seq, "Seq2Seq", zoo.model.seq2seq.Seq2Seq)
+    (tmp_path / "patch_model.py").write_text("import zoo.model.seq2seq\n\n\nclass Other(zoo.model.seq2seq.Seq2Seq):\n"
+                                             "    pass\n\n\nzoo.model.seq2seq.Seq2Seq = Other\n")
     definitions = _definitions(tmp_path, "patch_model.py", "linear")
     assert all(set(d["plugins"]) == {"patch_model.py"} for d in definitions.values())
 
@@ -260,15 +261,15 @@ def test_two_plugins_of_one_file_name_both_decide_a_cell(tmp_path, new_process, 
     """Definitions name a path plugin by its file name, so that they do not depend on where a checkout lives.
     Two plugins called ext.py in two folders, both behind one cell (one registers its FFN, the other patches
     zoo.model): editing either one stales the cell."""
-    import zoo.model
+    import zoo.model.seq2seq
     from zoo.experiment import load_experiment, store
 
-    monkeypatch.setattr(zoo.model, "Seq2Seq", zoo.model.Seq2Seq)
+    monkeypatch.setattr(zoo.model.seq2seq, "Seq2Seq", zoo.model.seq2seq.Seq2Seq)
     for folder in ("a", "b"):
         (tmp_path / folder).mkdir()
     (tmp_path / "a" / "ext.py").write_text(ffn_plugin("from-a"))
-    (tmp_path / "b" / "ext.py").write_text("import zoo.model\n\n\nclass Other(zoo.model.Seq2Seq):\n    pass\n\n\n"
-                                           "zoo.model.Seq2Seq = Other\n")
+    (tmp_path / "b" / "ext.py").write_text("import zoo.model.seq2seq\n\n\nclass Other(zoo.model.seq2seq.Seq2Seq):\n"
+                                           "    pass\n\n\nzoo.model.seq2seq.Seq2Seq = Other\n")
 
     def cell() -> dict:
         (tmp_path / "exp.toml").write_text(tiny_experiment("plugged", ffn="from-a", label="plugged").replace(

@@ -144,10 +144,10 @@ def test_zoo_train_warns_before_a_bf16_run_on_a_cpu_without_fast_bf16(tmp_path, 
 
 
 def test_zoo_bench_warns_that_its_bf16_measurements_take_the_slow_path(monkeypatch, capsys):
-    import zoo.bench
+    import zoo.proofs.bench
 
     monkeypatch.setattr(machine, "cpu_has_bf16_matmul", lambda: False)
-    monkeypatch.setattr(zoo.bench, "run", lambda config, report: {"measured": True})  # the warning, not the bench
+    monkeypatch.setattr(zoo.proofs.bench, "run", lambda config, report: {"measured": True})  # the warning, not bench
     assert main(["bench", "--device", "cpu", "--json"]) == 0
     out, err = capsys.readouterr()
     assert "zoo: warning: the bench's bf16 measurements train in bf16 on this CPU" in " ".join(err.split())

@@ -10,8 +10,8 @@ from torch import nn
 
 import zoo
 from zoo.components.ffn import FeedForward, FFNParams
+from zoo.model.spec import SLOTS
 from zoo.registry import SlotParams, registry
-from zoo.spec import SLOTS
 
 SLOT_NAMES = registry.slots()
 

@@ -223,7 +223,7 @@ def test_the_effects_plot_names_the_margin_in_its_axis_label_not_in_a_legend_ove
 
 
 def test_the_learning_curves_show_the_training_nll_which_is_alike_across_output_heads(fake, tmp_path, monkeypatch):
-    """The training objective's label smoothing depends on the head (zoo/loss.py), so the curves draw the
+    """The training objective's label smoothing depends on the head (zoo/kernels/loss.py), so the curves draw the
     logged NLL: the fabricated complete records log, at step 2, loss 2.0 + seed/100 and NLL 1.5 + seed/100."""
     _, right = drawn_axes(*fake, tmp_path / "out", monkeypatch)["copy-curves.png"]
     last = [line.get_ydata()[-1] for line in right.get_lines()]

@@ -91,7 +91,7 @@ def test_a_report_names_files_relative_to_the_repository_else_to_the_experiment_
 def test_zoo_plan_sizes_seeds_from_the_records(capsys, monkeypatch):
     from rich.console import Console
 
-    from zoo import cli_experiment
+    from zoo.cli import experiment as cli_experiment
 
     monkeypatch.chdir(ROOT)
     monkeypatch.setattr(cli_experiment, "console", Console(width=200))
@@ -105,7 +105,7 @@ def test_zoo_plan_says_an_arm_whose_runs_all_failed_compares_failure_rates_not_q
     first", which no number of seeds does for a variant with no quality to compare (issue 35, item 9)."""
     from rich.console import Console
 
-    from zoo import cli_experiment
+    from zoo.cli import experiment as cli_experiment
 
     monkeypatch.setattr(cli_experiment, "console", Console(width=200))
     assert main(["plan", str(ROOT / "experiments" / "quickstart.toml"), "--out", str(QUICKSTART)]) == 0

@@ -8,8 +8,8 @@ import re
 import pytest
 
 import zoo
+from zoo.model.spec import SLOTS, ModelSpec
 from zoo.registry import registry
-from zoo.spec import SLOTS, ModelSpec
 
 SIZE_FIELDS = ("d_model", "n_heads", "d_ff", "encoder_layers", "decoder_layers", "src_vocab", "tgt_vocab")
 DROPOUT_PATHS = ("dropout", "attention.dropout", "ffn.dropout", "positional.dropout", "residual.dropout")

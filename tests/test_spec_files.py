@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 import zoo
-from zoo.spec import ModelSpec
+from zoo.model.spec import ModelSpec
 
 
 # -- spec files -------------------------------------------------------------------------------------

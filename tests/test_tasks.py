@@ -8,7 +8,7 @@ import pytest
 from zoo.data import TASKS, SyntheticTask, load_task, register_task, task_class
 from zoo.data.text import TextTask
 from zoo.errors import DataError, RegistryError
-from zoo.testing_data import check_task, task_contracts
+from zoo.testing.data import check_task, task_contracts
 
 
 @pytest.mark.parametrize("name", TASKS.names())

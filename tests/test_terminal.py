@@ -143,7 +143,7 @@ def test_the_experiment_commands_tables_are_readable_at_80_columns(recorded, cap
 
 
 def test_the_benchmark_and_training_tables_are_readable_at_80_columns(recorded, capsys):
-    from zoo import cli_train
+    from zoo.cli import train as cli_train
 
     results = {"device": "cpu", "threads": 16, "batch_target_tokens": 24881.8,
                "decode_cached_tok_s": 12345.6, "decode_uncached_tok_s": 2345.6,

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 import zoo
 from zoo.data import load_task
-from zoo.loss import loss_sums
+from zoo.kernels.loss import loss_sums
 from zoo.registry import registry
 from zoo.train import RunError, TrainConfig, Trainer, load_run, load_train_config
 from zoo.train import checkpoint as checkpoints

@@ -10,7 +10,7 @@ import pytest
 
 from zoo.data.multi30k import Multi30k
 from zoo.experiment import load_experiment, store
-from zoo.spec import ModelSpec
+from zoo.model.spec import ModelSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 ARMS = ["baseline", "rotary", "sharing-none", "no-label-smoothing", "pre-norm", "swiglu"]

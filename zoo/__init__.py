@@ -12,12 +12,12 @@ Public API:
 """
 
 from zoo import masks
-from zoo.build import build
-from zoo.equivalence import Verdict, equivalence, transplant
 from zoo.errors import IncompatibleComponents, NotExpressible, NotTransplantable, RegistryError, SpecError, ZooError
-from zoo.presets import preset_names
+from zoo.model.build import build
+from zoo.model.presets import preset_names
+from zoo.model.spec import ModelSpec, load_spec
+from zoo.proofs.equivalence import Verdict, equivalence, transplant
 from zoo.registry import register, registry
-from zoo.spec import ModelSpec, load_spec
 from zoo.version import __version__
 
 __all__ = [

@@ -1,10 +1,17 @@
 """The machine a number came from and the one a run would train on: the CPU's model and instruction set, the
-device, and whether bf16 is fast here."""
+device (the one a run trains on, and its name), and whether bf16 is fast here. Training, experiments, the report
+and the bench all ask it, so it imports nothing from zoo but zoo.errors."""
 
 from __future__ import annotations
 
 import platform
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from zoo.errors import RunError
+
+if TYPE_CHECKING:
+    import torch
 
 
 def cpu_model() -> str:
@@ -44,11 +51,30 @@ def cpu_hardware(capability: str | None = None) -> str:
     return f"cpu ({capability or cpu_capability()})"
 
 
+def select_device(name: str) -> torch.device:
+    """The device a run whose train.device is `name` trains on ('auto': a GPU if PyTorch sees one); RunError for
+    'cuda' where there is none."""
+    import torch
+
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RunError("device: 'cuda' asked for, but PyTorch sees no CUDA device; allowed here: 'auto' or 'cpu'")
+    return torch.device(name)
+
+
+def describe_device(device: torch.device) -> str:
+    """'cpu', or 'cuda (NVIDIA H100 80GB HBM3)': a report names the hardware its runs trained on."""
+    import torch
+
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return str(device)
+
+
 def device_type_here(device: str) -> str:
     """'cpu' or 'cuda': where a run whose train.device is `device` trains on this machine ('auto': a GPU if PyTorch
     sees one). A dry-run may ask about 'cuda' on a machine without one: the answer is still 'cuda'."""
-    from zoo.train.loop import select_device
-
     return select_device("auto").type if device == "auto" else device
 
 
@@ -56,8 +82,6 @@ def hardware_here(device: str) -> str | None:
     """The hardware a run whose train.device is `device` trains on here: 'cpu (AVX2)', 'cuda (NVIDIA H200)'; None
     where there is none to name (a GPU asked for on a machine without one: the run fails on its own)."""
     import torch
-
-    from zoo.train.loop import describe_device
 
     kind = device_type_here(device)
     if kind == "cpu":

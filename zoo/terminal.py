@@ -1,12 +1,14 @@
-"""The tables zoo prints in a terminal: rich's Table, laid out so that no word is ever split.
+"""What zoo prints in a terminal, for the command line and the library alike (the runner's live view, which
+`zoo.study(...).run()` shows too; training's warnings): rich's Table, laid out so that no word is ever split, and
+the one form a warning takes (`warn`). It imports nothing from zoo, so any layer may use it.
 
-rich narrows a table that is wider than the terminal by shrinking its widest wrappable columns, whatever
-their words: at 80 columns `zoo list` broke 'Normalization' into 'Normalizatio' / 'n', and the verdict table
-cut 'detectable' to 'dete…' and '100%' to '(100…'. This Table keeps rich's own layout where the table fits as
-it is. Where it does not, each column gets at least its longest word (a no_wrap column: its longest cell),
-and the width left over goes first to the columns that need least more to be whole. Where even that
-does not fit (many columns, or long names, on a narrow terminal), it prints a block per row instead: the
-first cell on a line, then 'header: value' for each other cell, wrapped at the terminal's width.
+The Table: rich narrows a table that is wider than the terminal by shrinking its widest wrappable columns, whatever
+their words: at 80 columns `zoo list` broke 'Normalization' into 'Normalizatio' / 'n', and the verdict table cut
+'detectable' to 'dete…' and '100%' to '(100…'. This Table keeps rich's own layout where the table fits as it is.
+Where it does not, each column gets at least its longest word (a no_wrap column: its longest cell), and the width
+left over goes first to the columns that need least more to be whole. Where even that does not fit (many columns,
+or long names, on a narrow terminal), it prints a block per row instead: the first cell on a line, then 'header:
+value' for each other cell, wrapped at the terminal's width.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import dataclasses
 
 from rich import table as rich_table
 from rich.console import Console, ConsoleOptions, RenderResult
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.padding import Padding
 from rich.text import Text
@@ -77,3 +80,9 @@ def _share(ranges: list[tuple[int, int]], spare: int) -> list[int]:
         widths[i] += more
         left -= more
     return widths
+
+
+def warn(errors: Console, line: str | None) -> None:
+    """'zoo: warning: LINE' on the `errors` console (nothing for None), the line printed as written, not as markup."""
+    if line:
+        errors.print(f"[yellow]zoo: warning:[/] {escape(line)}", soft_wrap=True)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import zoo
-from zoo.equivalence import canonical_state, genericize
+from zoo.proofs.equivalence import canonical_state, genericize
 
 from . import ref000, ref001, ref003, ref004
 from ._harness import load_canonical, random_batch
@@ -126,7 +126,7 @@ def test_heads_by_view_decodes_without_the_cache_instead_of_failing():
     """001's heads split by view refuse cached decoding (they mix positions); greedy decoding, which caches
     by default, falls back to re-running the decoder on the prefix, so runs with that slip can be evaluated.
     (001's other slip, the cross mask built from the target, cannot decode at all: see the next test.)"""
-    from zoo.decode import DecodeConfig, greedy
+    from zoo.model.decode import DecodeConfig, greedy
 
     spec = zoo.load_spec("writeup-001", {"d_model": 16, "n_heads": 2, "d_ff": 32, "encoder_layers": 1,
                                          "decoder_layers": 1, "src_vocab": 12, "tgt_vocab": 12,
@@ -142,8 +142,8 @@ def test_cross_mask_from_the_target_cannot_decode():
     """001's cross mask, padding_mask(tgt_seq, src_seq), fits the scores only when the target is as long as
     the source; a decoder that emits one token at a time never is, so 001 as written cannot translate (it can
     only be trained, with teacher forcing, on pairs padded to one length)."""
-    from zoo.decode import DecodeConfig, greedy
     from zoo.errors import ZooError
+    from zoo.model.decode import DecodeConfig, greedy
 
     spec = zoo.load_spec("writeup-001-as-written", {"d_model": 16, "n_heads": 2, "d_ff": 32, "encoder_layers": 1,
                                                      "decoder_layers": 1, "src_vocab": 12, "tgt_vocab": 12})

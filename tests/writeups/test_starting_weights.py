@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import zoo
-from zoo.equivalence import canonical_state
+from zoo.proofs.equivalence import canonical_state
 
 from . import ref000, ref001, ref002, ref003, ref004
 from ._harness import load_canonical

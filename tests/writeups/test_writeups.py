@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 import zoo
-from zoo.equivalence import canonical_state, genericize
+from zoo.proofs.equivalence import canonical_state, genericize
 
 from . import ref000, ref001, ref002, ref003, ref004
 from ._harness import load_canonical, random_batch

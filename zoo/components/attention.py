@@ -25,12 +25,12 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch import nn
 
-from zoo.attention_recompute import scaled_dot_product_attention
 from zoo.components.masks import AttentionMask
 from zoo.components.positional import NO_POSITIONS, RelativePositions
 from zoo.components.slots import SlotParams, register, registry
 from zoo.config_io import Count, Number
 from zoo.errors import ZooError
+from zoo.kernels.attention_recompute import scaled_dot_product_attention
 
 Tensor = torch.Tensor
 

@@ -12,7 +12,7 @@ from pydantic import Field
 from torch import nn
 
 from zoo.components.slots import SlotParams, register, registry
-from zoo.loss import annotated_kl_smoothing, uniform_smoothing
+from zoo.kernels.loss import annotated_kl_smoothing, uniform_smoothing
 
 
 class OutputParams(SlotParams):
@@ -22,13 +22,13 @@ class OutputParams(SlotParams):
 class OutputHead(nn.Module):
     """Base class: a (V, D) projection, optionally tied to an embedding table, then `scores`.
 
-    A head owns what training needs from it (zoo/loss.py): `log_probs` and `smoothing`, the
+    A head owns what training needs from it (zoo/kernels/loss.py): `log_probs` and `smoothing`, the
     per-token label-smoothed loss for its kind of scores (cross-entropy's by default).
     """
 
     smoothing = staticmethod(uniform_smoothing)
     # Whether log_probs(scores(z)) is exactly log_softmax(z): then the fast path may fuse the projection with the
-    # loss (zoo/loss_fused.py); a head that says nothing trains on the reference path.
+    # loss (zoo/kernels/loss_fused.py); a head that says nothing trains on the reference path.
     log_softmax_of_logits = False
 
     def __init__(self, d_model: int, vocab: int, params: OutputParams, tied_weight: nn.Parameter | None = None):

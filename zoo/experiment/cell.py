@@ -37,10 +37,10 @@ def _run_cell(cell: Cell, threads: int | None) -> str:
     import torch
 
     from zoo.data import load_task
-    from zoo.decode import DecodeConfig
-    from zoo.evaluate import evaluate
     from zoo.experiment.config import load_experiment
+    from zoo.model.decode import DecodeConfig
     from zoo.train import Trainer, fit_to_task, load_run, save_evaluation
+    from zoo.train.evaluate import evaluate
 
     if threads:
         torch.set_num_threads(threads)

@@ -37,12 +37,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from zoo.config_io import Count, describe_error, read_config_file
 from zoo.data import TaskConfig, check_files
-from zoo.decode import DecodeSettings
 from zoo.errors import DataError, SpecError, ZooError, closest
 from zoo.experiment.schema import Analysis, Finding, Sequential, TaskEntry, Transfer, Variant
 from zoo.experiment.store import check_name
+from zoo.model.decode import DecodeSettings
+from zoo.model.spec import ModelSpec, load_spec
 from zoo.plugins import PluginError, load_all
-from zoo.spec import ModelSpec, load_spec
 from zoo.train import TrainConfig, check_fits
 
 

@@ -3,7 +3,7 @@
 field and what disagrees. The record's models check each field's type on its own; the rules here cross fields, or
 need a metric's registered definition (zoo/metrics.py):
 
-- spec: the spec a record was trained with is one (zoo/spec.py), as the report reads it to check equivalences;
+- spec: the spec a record was trained with is one (zoo/model/spec.py), as the report reads it to check equivalences;
 - ranges: a metric's value (test, final, the curves, the test sets' scores) lies within the metric's `bounds`, and a
   complete record's test metrics are finite numbers; counts (steps, tokens, sentences) are integers, not negative;
   a complete record's summary says what trained (its parameters, steps, tokens and seconds);
@@ -61,7 +61,7 @@ def inconsistency(record) -> str:  # a zoo.experiment.record.Record, which impor
 
 def _spec(record) -> str:
     from zoo.errors import ZooError
-    from zoo.spec import validate_spec
+    from zoo.model.spec import validate_spec
 
     if record.spec is None:
         return ""

@@ -2,7 +2,7 @@
 
 A plugin's fingerprint (zoo/plugins.py) covers the modules first imported while it loaded. A helper it imports later,
 inside `__init__` or `forward` (`from myhelpers import scale`), is first imported while zoo runs the plugin's code:
-in a cell, or in the check of its components before a grid trains (zoo/testing.py, `preflight`). Editing that
+in a cell, or in the check of its components before a grid trains (zoo/testing/__init__.py, `preflight`). Editing that
 helper changes the numbers and not the definition, so `watching` notes each module of the user's own (not the
 standard library's, an installed package's or zoo's: `plugins.brought_in`) first imported inside it; the modules
 a plugin brought in as it loaded were imported before, and are in its fingerprint. A cell's record keeps them in

@@ -4,7 +4,7 @@ A model compared below what doing nothing scores says nothing about the variants
 copying the English source unchanged scores 21.44 chrF on the test set, more than the 6000-step
 baseline (19.59). Each task names its trivial systems (`Task.trivial_outputs`: copy-source for
 translation; identity and per-position majority for synthetic tasks), and their test outputs are
-scored with the models' own scorer (zoo.evaluate.score) and per-sentence statistics.
+scored with the models' own scorer (zoo.train.evaluate.score) and per-sentence statistics.
 
 `zoo run` writes one floor file per task before anything trains, and `zoo floors EXPERIMENT` writes
 them for records made earlier, into <report>/records/.floors/<task>.json beside the records and
@@ -61,8 +61,8 @@ def is_current(floor: dict[str, Any], current: dict[str, Any]) -> bool:
 def compute(experiment, task) -> dict[str, Any]:
     """Score every trivial system of `task` on its test split."""
     from zoo.data import load_task
-    from zoo.evaluate import score
     from zoo.experiment.record import sentence_statistics
+    from zoo.train.evaluate import score
 
     task_config = experiment.task_config(task)
     loaded = load_task(task_config, pad_id=experiment.specs[experiment.config.baseline_label].pad_id)

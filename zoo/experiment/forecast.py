@@ -182,8 +182,8 @@ def _measured(paths: list[Path], progress: Callable[[], object]) -> dict[str, li
 @functools.lru_cache(maxsize=None)
 def _count(spec_json: str) -> int:
     """The parameters of a spec, built on the meta device (nothing allocated), once per spec."""
-    from zoo.build import build
-    from zoo.spec import ModelSpec
+    from zoo.model.build import build
+    from zoo.model.spec import ModelSpec
 
     return build(ModelSpec.model_validate_json(spec_json), device="meta").num_parameters()
 

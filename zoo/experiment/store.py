@@ -118,8 +118,8 @@ def data_fingerprint(task_config) -> dict[str, str] | None:
 def definition(experiment, variant: str, task, seed: int) -> dict[str, Any]:
     """What decides the numbers of cell (variant, task, seed); see the module docstring. The data
     folder's location is not part of it (the same files elsewhere are the same data)."""
+    from zoo.model.spec import SLOTS
     from zoo.plugins import sources_of
-    from zoo.spec import SLOTS
 
     task_config = experiment.task_config(task)
     spec = experiment.specs[variant]
@@ -182,8 +182,8 @@ def normalise(recorded: dict[str, Any]) -> dict[str, Any]:
     defaults, which are what the record was made with (a new option's default keeps the old behaviour);
     a part that today's code rejects is left as it is, and will differ."""
     from zoo.data import TaskConfig
-    from zoo.decode import DecodeSettings
-    from zoo.spec import validate_spec
+    from zoo.model.decode import DecodeSettings
+    from zoo.model.spec import validate_spec
     from zoo.train import TrainConfig
 
     readers = {

@@ -35,8 +35,8 @@ from typing import Any
 
 from zoo.errors import ExportError
 from zoo.experiment.record import Record
-from zoo.spec import ModelSpec
-from zoo.summary import flatten
+from zoo.model.spec import ModelSpec
+from zoo.model.summary import flatten
 
 TIMING = {"seconds", "tok_per_s", "tokens", "decoded_sentences"}  # not a curve a reader compares
 FINISHED = ("complete", "diverged")  # the record statuses a cell is exported with (a failed run logged nothing)

@@ -18,8 +18,8 @@ import numpy as np
 
 from zoo.errors import ExportError, install_hint
 from zoo.export import Cell, analysed, curves, finished_at, spec_fields, started_at, test_metrics
+from zoo.model.summary import diff
 from zoo.report.analysis import bounds
-from zoo.summary import diff
 
 # What a reader filters on across experiments, so every export has these columns whatever its variants change
 FILTERED = ("spec.d_model", "spec.encoder_layers", "spec.decoder_layers", "train.lr", "train.steps")

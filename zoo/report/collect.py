@@ -39,14 +39,13 @@ import numpy as np
 import pandas as pd
 
 from zoo import metrics
-from zoo.errors import ZooError
+from zoo.errors import RunError, ZooError
 from zoo.experiment import Experiment, executed, store
 from zoo.experiment import record as record_file
 from zoo.experiment.floors import current_floor
 from zoo.experiment.outcome import outcome
 from zoo.experiment.record import Record, Summary
 from zoo.experiment.schema import TaskEntry
-from zoo.rundir import RunError
 
 KEYS = ("variant", "task", "seed", "status", "reason")
 RUN_COLUMNS = ("parameters", "steps", "tokens", "train_seconds", "tok_per_s", "valid_loss", "valid_nll", "valid_ppl",

@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from zoo.build import build
-from zoo.equivalence import Reference, Verdict, canonical_state, equivalence, reference
 from zoo.errors import SpecError
 from zoo.experiment import Experiment
+from zoo.model.build import build
+from zoo.model.spec import ModelSpec, validate_spec
+from zoo.proofs.equivalence import Reference, Verdict, canonical_state, equivalence, reference
 from zoo.report.collect import Records, record_path
-from zoo.spec import ModelSpec, validate_spec
 
 # Above this a pair is shrunk: at a few million parameters a pair takes well under a CPU second, and an
 # experiment of 14 variants has up to 182 ordered pairs (at d_model 256 it took about 3 s a pair).

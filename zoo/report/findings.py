@@ -30,6 +30,7 @@ import numpy as np
 
 from zoo.experiment import Experiment
 from zoo.experiment.schema import Finding, TaskEntry
+from zoo.model.summary import diff
 from zoo.report import decisions
 from zoo.report.analysis import (
     DEVICE_BOUND,
@@ -44,7 +45,6 @@ from zoo.report.equiv import Matrix
 from zoo.stats import BETTER, FEW, WORSE
 from zoo.stats import outcomes as oc
 from zoo.stats.power import MAX_SEEDS
-from zoo.summary import diff
 
 CONFIRMED, CONTRADICTED, INCONCLUSIVE, UNTESTABLE = "confirmed", "contradicted", "inconclusive", "not testable here"
 DECAYING = {"linear-decay"}  # schedules whose rate reaches 0 at the last step (zoo/train/schedule.py)

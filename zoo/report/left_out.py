@@ -38,13 +38,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from zoo.errors import RunError
 from zoo.experiment import Experiment
 from zoo.experiment import record as record_file
 from zoo.experiment.record import Record
 from zoo.report.collect import ReportError, record_path
 from zoo.report.study import Report, analyse
 from zoo.report.tables import verdict_class
-from zoo.rundir import RunError
 
 FOLDER, REASONS = "left-out", "reasons.toml"
 

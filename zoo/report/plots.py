@@ -53,7 +53,7 @@ def _band(ax, table: pd.DataFrame, color: tuple, name: str, linestyle: str = "-"
 
 def learning_curves(experiment: Experiment, task: TaskEntry, logged: pd.DataFrame, path: Path) -> Path:
     """Validation metric and training NLL against step, one line per variant. The NLL, not the training
-    objective: how label smoothing enters the objective depends on the output head (zoo/loss.py; the KL form
+    objective: how label smoothing enters the objective depends on the output head (zoo/kernels/loss.py; the KL form
     sits about 1.15 nats below the cross-entropy form at eps 0.1 and vocabulary 4000), so objectives of
     variants with different heads are not comparable, and their NLLs are."""
     metric = task.primary_metric

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from zoo.config_io import Count, Number, describe_error, read_config_file
 from zoo.errors import SpecError
-from zoo.overrides import apply_overrides
+from zoo.model.overrides import apply_overrides
 
 # Adam's running-average coefficients: each in [0, 1) (torch raises a traceback otherwise).
 Beta = Annotated[Number, Field(ge=0, lt=1)]
@@ -51,11 +51,11 @@ class TrainConfig(BaseModel):
     precision: Literal["fp32", "bf16"] = Field("fp32", description="bf16 = bfloat16 autocast (CPU and GPU)")
     kernels: Literal["reference", "fast", "fast-attention"] = Field(
         "reference", description="fast = the output projection fused with the loss and its gradient, a chunk of "
-        "tokens at a time (zoo/loss_fused.py): the same function to float tolerance, about 1.5x the training "
+        "tokens at a time (zoo/kernels/loss_fused.py): the same function to float tolerance, about 1.5x the training "
         "tokens/s at the studies' size, and on a CUDA GPU the whole step replayed from CUDA graphs "
         "(zoo/train/graphs.py); fast-attention = fast, and bf16 training on the CPU takes attention's backward "
-        "recomputed from the softmax (zoo/attention_recompute.py) instead of the CPU flash kernel's slower one "
-        "(elsewhere it is fast); reference = the model's scores and zoo/loss.py, as every record before them")
+        "recomputed from the softmax (zoo/kernels/attention_recompute.py) instead of the CPU flash kernel's slower one "
+        "(elsewhere it is fast); reference = the model's scores and zoo/kernels/loss.py, as every record before them")
     threads: Count | None = Field(None, gt=0, description="torch CPU threads; None = PyTorch's default")
 
     @model_validator(mode="after")

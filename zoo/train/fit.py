@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from zoo.data import DataError, Task, TaskConfig
 from zoo.errors import SpecError
-from zoo.spec import ModelSpec
+from zoo.model.spec import ModelSpec
 
 
 def max_positions(spec: ModelSpec) -> int | None:

@@ -27,16 +27,17 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from zoo.build import build
-from zoo.cli_process import warn
 from zoo.data import Task, collate, token_batches
-from zoo.decode import DecodeConfig
 from zoo.errors import DataError
-from zoo.evaluate import evaluate, validation_loss
+from zoo.machine import describe_device, select_device
+from zoo.model.build import build
+from zoo.model.decode import DecodeConfig
+from zoo.model.spec import ModelSpec
 from zoo.rundir import METRICS, SPEC, SUMMARY, TASK, TRAIN, RunError, atomic_write, read_metrics, read_table, write_json
-from zoo.spec import ModelSpec
+from zoo.terminal import warn
 from zoo.train import checkpoint as checkpoints
 from zoo.train.config import TrainConfig
+from zoo.train.evaluate import evaluate, validation_loss
 from zoo.train.graphs import CaptureError, GraphedSteps
 from zoo.train.schedule import learning_rate
 from zoo.train.step import optimizer_step
@@ -128,27 +129,12 @@ class _Log:
             self.mirror.close()
 
 
-def select_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise RunError("device: 'cuda' asked for, but PyTorch sees no CUDA device; allowed here: 'auto' or 'cpu'")
-    return torch.device(name)
-
-
 def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
     """A host batch on `device`. To a GPU through pinned memory and without blocking: a copy from ordinary
     memory waits for all the GPU's queued work first."""
     if device.type == "cuda":
         return tensor.pin_memory().to(device, non_blocking=True)
     return tensor.to(device)
-
-
-def describe_device(device: torch.device) -> str:
-    """'cpu', or 'cuda (NVIDIA H100 80GB HBM3)': a report names the hardware its runs trained on."""
-    if device.type == "cuda":
-        return f"cuda ({torch.cuda.get_device_name(device)})"
-    return str(device)
 
 
 class Trainer:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import torch
 
-from zoo.build import build
 from zoo.data import Task, load_saved
-from zoo.model import Seq2Seq
+from zoo.model.build import build
+from zoo.model.seq2seq import Seq2Seq
+from zoo.model.spec import validate_spec
 from zoo.rundir import SPEC, TASK, TRAIN, RunError, read_table
-from zoo.spec import validate_spec
 from zoo.train import checkpoint
 from zoo.train.config import TrainConfig
 

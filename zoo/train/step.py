@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from zoo.loss_fused import training_loss
+from zoo.kernels.loss_fused import training_loss
 
 Tensor = torch.Tensor
 

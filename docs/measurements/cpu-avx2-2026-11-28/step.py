@@ -8,8 +8,8 @@ import time
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from zoo.bench import BenchConfig, _optimizer, bench_spec, make_batch, training_step
-from zoo.build import build
+from zoo.model.build import build
+from zoo.proofs.bench import BenchConfig, _optimizer, bench_spec, make_batch, training_step
 
 torch.set_num_threads(2)
 

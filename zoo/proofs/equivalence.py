@@ -21,9 +21,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from zoo.build import build
 from zoo.errors import NotTransplantable
-from zoo.spec import ModelSpec, load_spec
+from zoo.model.build import build
+from zoo.model.spec import ModelSpec, load_spec
 
 Tensor = torch.Tensor
 

@@ -11,17 +11,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
 
-from zoo.bench import MIN_LENGTH as MIN_BENCH_LENGTH
-from zoo.cli_process import warn
 from zoo.config_io import parse_assignments
 from zoo.data import TaskConfig, check_files, load_task
 from zoo.data.corpus import decode_utf8
-from zoo.decode import MAX_BEAM, DecodeConfig
 from zoo.errors import RunError, ZooError
 from zoo.experiment import store
 from zoo.machine import bf16_warning, device_type_here
-from zoo.spec import load_spec
-from zoo.terminal import Table
+from zoo.model.decode import MAX_BEAM, DecodeConfig
+from zoo.model.spec import load_spec
+from zoo.proofs.bench import MIN_LENGTH as MIN_BENCH_LENGTH
+from zoo.terminal import Table, warn
 from zoo.train import Trainer, check_fits, fit_to_task, load_run, load_train_config, save_evaluation
 
 console = Console(emoji=False)  # user text such as ":smile:" is printed as written
@@ -92,7 +91,7 @@ def _decode_config(args: argparse.Namespace) -> DecodeConfig:
 
 
 def cmd_translate(args: argparse.Namespace) -> int:
-    from zoo.evaluate import translate
+    from zoo.train.evaluate import translate
 
     decode = _decode_config(args)
     model, task, _ = load_run(args.run_dir)
@@ -107,7 +106,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from zoo.evaluate import evaluate
+    from zoo.train.evaluate import evaluate
 
     decode = _decode_config(args)  # checked before the model is loaded: a bad setting is one line at once
     if args.limit is not None and args.limit < 1:
@@ -192,7 +191,7 @@ def _processes_table(args: argparse.Namespace, results: dict) -> Table:
 def cmd_bench(args: argparse.Namespace) -> int:
     import json
 
-    from zoo.bench import BenchConfig, run, runs_per_device
+    from zoo.proofs.bench import BenchConfig, run, runs_per_device
 
     counts = _process_counts(args.processes) if args.processes is not None else None
     if args.process_steps < 1:

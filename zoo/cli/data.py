@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
-from zoo.cli_process import add_plugin_option
+from zoo.cli.process import add_plugin_option
 from zoo.data import DATASETS
 from zoo.data.task import SPLITS
 from zoo.terminal import Table

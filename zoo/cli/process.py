@@ -1,8 +1,8 @@
 """How a `zoo` process meets the world outside its commands: signals that stop it (SIGTERM and SIGHUP end it
 as Ctrl-C does, with one line saying how to resume), and an OS that refuses a write (a read-only folder, a full
 disk, a file where a folder must be, an output that cannot encode a character): one line naming the path,
-never a traceback. zoo/cli.py's `main` and `run` use these; they hold no command of their own. And the one form a
-command's warnings take (`warn`)."""
+never a traceback. zoo/cli/__init__.py's `main` and `run` use these; they hold no command of their own. (The one
+form a warning takes, `warn`, is zoo/terminal.py's: training warns too.)"""
 
 from __future__ import annotations
 
@@ -17,8 +17,6 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-
-from rich.markup import escape
 
 from zoo.atomic import TEMP_SUFFIX
 
@@ -144,12 +142,6 @@ def add_plugin_option(parser: argparse.ArgumentParser, default: Any = None) -> N
                         help="load a plugin (a .py file, a folder with __init__.py, or a module) before anything is "
                         "validated; repeatable. Also: $ZOO_PLUGINS, entry points in the group 'zoo.plugins', an "
                         "experiment file's `plugins`")
-
-
-def warn(errors, line: str | None) -> None:
-    """'zoo: warning: LINE' on the `errors` console (nothing for None), the line printed as written, not as markup."""
-    if line:
-        errors.print(f"[yellow]zoo: warning:[/] {escape(line)}", soft_wrap=True)
 
 
 def positive_number(text: str) -> float:

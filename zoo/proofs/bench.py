@@ -1,7 +1,7 @@
 """`zoo bench`: throughput ratios measured side by side in one process, interleaved.
 
 1. Training tokens/s of a zoo spec against the same model run through torch.nn.Transformer
-   (`zoo.interop.to_torch`: identical embeddings, output head, loss and optimizer, so only the
+   (`zoo.proofs.interop.to_torch`: identical embeddings, output head, loss and optimizer, so only the
    encoder/decoder layers differ), in fp32 and with bf16 autocast. A spec torch.nn.Transformer cannot
    express (RMSNorm, rotary, ...) gets zoo's own rates and the reason there is no reference.
 2. Greedy decoding tokens/s with the key/value cache against without it, 64 output tokens.
@@ -30,14 +30,14 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from zoo import machine
-from zoo.build import build
 from zoo.errors import NotExpressible
-from zoo.interop import to_torch
-from zoo.loss_fused import training_loss
+from zoo.kernels.loss_fused import training_loss
+from zoo.machine import describe_device, select_device
+from zoo.model.build import build
+from zoo.model.spec import ModelSpec, load_spec
 from zoo.plugins import load_all, loaded
-from zoo.spec import ModelSpec, load_spec
+from zoo.proofs.interop import to_torch
 from zoo.train.graphs import GraphedSteps
-from zoo.train.loop import describe_device, select_device
 
 Tensor = torch.Tensor
 
@@ -64,7 +64,7 @@ class BenchConfig:
     decode_batch: int = 16
     decode_tokens: int = 64
     seed: int = 0
-    device: str = "cpu"  # cpu | cuda | auto (zoo.train.loop.select_device)
+    device: str = "cpu"  # cpu | cuda | auto (zoo.machine.select_device)
     process_path: str = "reference"  # the runs-per-device processes' step: reference | fast | graphed (CUDA only)
 
 
@@ -99,7 +99,8 @@ def make_batch(config: BenchConfig, generator: torch.Generator, pad: int, device
 
 
 def training_step(model, optimizer, batch: Batch, pad: int, bf16: bool, kernels: str = "reference") -> int:
-    """One optimizer step as the trainer takes it (zoo.loss_fused.training_loss), on the path `kernels` names."""
+    """One optimizer step as the trainer takes it (zoo.kernels.loss_fused.training_loss), on the path `kernels`
+    names."""
     optimizer.zero_grad(set_to_none=True)
     sums = training_loss(model, batch.src, batch.tgt_in, batch.tgt_out, pad, 0.1, kernels=kernels, bf16=bf16)
     (sums.loss / batch.tokens).backward()

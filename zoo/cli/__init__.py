@@ -1,5 +1,16 @@
-"""The `zoo` command. Every user error is one line on stderr and exit code 2; `zoo equiv` exits 1
-when the two specs are not equivalent."""
+"""The `zoo` command: the command line, the layer above every other (nothing in zoo imports it but __main__).
+
+This module parses the arguments, runs the model commands (`zoo list`, `show`, `equiv`, `check`, `schema`) and
+hands the others to the modules beside it:
+
+    train.py       `zoo train`, `zoo translate`, `zoo evaluate`, `zoo bench`
+    experiment.py  `zoo run`, `zoo report`, `zoo plan`, `zoo export`, `zoo floors`
+    dry_run.py     `zoo run --dry-run`
+    data.py        `zoo data list`, `zoo data get`
+    process.py     how a `zoo` process meets the world: signals, refused writes, unencodable output
+
+Every user error is one line on stderr and exit code 2; `zoo equiv` exits 1 when the two specs are not
+equivalent. `zoo` (pyproject.toml's console script) and `python -m zoo` both call `run`."""
 
 from __future__ import annotations
 
@@ -17,9 +28,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 
-from zoo.build import build
 from zoo.catalogue import describe
-from zoo.cli_process import (
+from zoo.cli.process import (
     Output,
     OutputError,
     add_plugin_option,
@@ -31,13 +41,14 @@ from zoo.cli_process import (
     stops_as_interrupts,
 )
 from zoo.config_io import parse_assignments
-from zoo.equivalence import equivalence
 from zoo.errors import PLUGIN_HINT, ZooError, closest
+from zoo.model.build import build
+from zoo.model.presets import preset_names
+from zoo.model.spec import ModelSpec, load_spec
+from zoo.model.summary import diff, flatten, parameter_breakdown
 from zoo.plugins import load_all
-from zoo.presets import preset_names
+from zoo.proofs.equivalence import equivalence
 from zoo.registry import registry
-from zoo.spec import ModelSpec, load_spec
-from zoo.summary import diff, flatten, parameter_breakdown
 from zoo.terminal import Table
 from zoo.version import __version__
 
@@ -232,7 +243,7 @@ def cmd_equiv(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Run the contracts (zoo/testing.py, zoo/testing_data.py) on registered components, tasks and metrics, or
+    """Run the contracts (zoo/testing/__init__.py, zoo/testing/data.py) on registered components, tasks and metrics, or
     on what a plugin registers."""
     subjects = _check_subjects(args.target)
     if not subjects:
@@ -256,9 +267,10 @@ def _check_subjects(target: str) -> list[tuple[str, int, Callable[[], list[tuple
     """(qualified name, number of contracts, run them) for each entry TARGET names: a 'slot.name', 'task.name' or
     'metric.name' pattern, or a plugin, whose components, tasks and metrics are all checked, with those a helper
     module it imported registered and the built-ins it changed (zoo.plugins.Plugin.touches)."""
-    from zoo import metrics, testing, testing_data
+    from zoo import metrics, testing
     from zoo.data import TASKS
     from zoo.plugins import load
+    from zoo.testing import data as testing_data
 
     head = target.split(".")[0]
     if "*" in target or head in registry.slots() or head in ("task", "metric"):
@@ -353,9 +365,9 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("schema", help="print the JSON schema of a model spec")
     p.set_defaults(run=cmd_schema)
 
-    from zoo.cli_data import add_commands as add_data_commands
-    from zoo.cli_experiment import add_commands as add_experiment_commands
-    from zoo.cli_train import add_commands
+    from zoo.cli.data import add_commands as add_data_commands
+    from zoo.cli.experiment import add_commands as add_experiment_commands
+    from zoo.cli.train import add_commands
 
     add_commands(sub)
     add_experiment_commands(sub)

@@ -16,13 +16,12 @@ from rich.console import Console
 from rich.progress import Progress
 
 from zoo.api import default_folder
-from zoo.cli_process import warn
 from zoo.errors import ZooError
 from zoo.experiment import store
 from zoo.experiment.executors import worker_threads
 from zoo.experiment.grid import Part
 from zoo.machine import device_type_here
-from zoo.terminal import Table
+from zoo.terminal import Table, warn
 
 RECORDS = store.RECORDS
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from torch import nn
 
-from zoo.spec import ModelSpec
+from zoo.model.spec import ModelSpec
 
 DESCRIPTIVE = ("name", "description", "notes")
 

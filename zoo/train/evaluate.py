@@ -15,9 +15,9 @@ import torch
 
 from zoo import metrics
 from zoo.data import Task, collate, token_batches
-from zoo.decode import DecodeConfig, decode
-from zoo.loss import loss_sums
-from zoo.model import Seq2Seq
+from zoo.kernels.loss import loss_sums
+from zoo.model.decode import DecodeConfig, decode
+from zoo.model.seq2seq import Seq2Seq
 
 
 def _batches(task: Task, split: str, batch_tokens: int, limit: int | None):

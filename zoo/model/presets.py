@@ -14,17 +14,18 @@ from typing import Any
 
 from zoo.config_io import read_config_file
 from zoo.errors import SpecError, closest
-from zoo.overrides import apply_overrides
+from zoo.model.overrides import apply_overrides
 
 
 def preset_dirs() -> list[Path]:
     dirs = []
     if os.environ.get("ZOO_PRESETS"):
         dirs.append(Path(os.environ["ZOO_PRESETS"]))
-    source_tree = Path(__file__).resolve().parent.parent / "registry"
+    package = Path(__file__).resolve().parents[1]  # zoo/
+    source_tree = package.parent / "registry"
     if source_tree.is_dir():
         dirs.append(source_tree)
-    packaged = Path(__file__).resolve().parent / "_registry"  # where `pip install .` puts registry/
+    packaged = package / "_registry"  # where `pip install .` puts registry/
     if packaged.is_dir():
         dirs.append(packaged)
     return dirs

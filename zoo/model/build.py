@@ -9,9 +9,9 @@ import torch
 from torch import nn
 
 from zoo.components.residual import Placement
-from zoo.model import Decoder, DecoderLayer, Embedder, Encoder, EncoderLayer, Seq2Seq
+from zoo.model.seq2seq import Decoder, DecoderLayer, Embedder, Encoder, EncoderLayer, Seq2Seq
+from zoo.model.spec import ModelSpec, check_compatible, load_spec
 from zoo.registry import registry
-from zoo.spec import ModelSpec, check_compatible, load_spec
 
 
 def component(spec: ModelSpec, slot: str, *args, **kwargs):

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from zoo.config_io import Count, Number
 from zoo.errors import ZooError
-from zoo.model import DecodeState, Seq2Seq
+from zoo.model.seq2seq import DecodeState, Seq2Seq
 
 Tensor = torch.Tensor
 

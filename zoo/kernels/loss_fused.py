@@ -1,4 +1,4 @@
-"""The training loss of zoo/loss.py and its gradient, fused with the vocabulary projection: the fast path.
+"""The training loss of zoo/kernels/loss.py and its gradient, fused with the vocabulary projection: the fast path.
 
 At the studies' size (d_model 64, a 4000-token vocabulary) the reference path spends about a third of a
 training step on the (tokens, V) tensors around the loss: log-softmax forward and backward, the backward of
@@ -8,7 +8,7 @@ of tokens at a time, while the chunk's logits are in cache, and the gradient is 
 at once; no (tokens, V) tensor is ever held whole, in the forward pass or the backward one.
 
 The gradient is computed in the forward pass (the loss is the end of the graph, so its backward only scales
-it), from the closed forms of the two losses of zoo/loss.py, with z the logits, p = softmax(z), t the target:
+it), from the closed forms of the two losses of zoo/kernels/loss.py, with z the logits, p = softmax(z), t the target:
 
     uniform (cross-entropy with label smoothing eps):   dL/dz = p - (1 - eps) onehot(t) - eps / V
     Annotated KL (off = eps / (V - 2), pad excluded):    dL/dz = p - (1 - eps - off) onehot(t) - off [j != pad]
@@ -25,8 +25,8 @@ import math
 
 import torch
 
-from zoo.attention_recompute import recomputed_backward
-from zoo.loss import LossSums, annotated_kl_smoothing, loss_sums, uniform_smoothing
+from zoo.kernels.attention_recompute import recomputed_backward
+from zoo.kernels.loss import LossSums, annotated_kl_smoothing, loss_sums, uniform_smoothing
 
 Tensor = torch.Tensor
 CHUNK_ELEMENTS = 1 << 18  # logits per chunk (rows x V): 1 MiB of float32, about what a core's L2 cache holds
@@ -152,7 +152,7 @@ def training_loss(model, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, pad: int,
     (TrainConfig.kernels): "reference", the model's scores (under bf16 autocast if `bf16`) and zoo.loss.loss_sums;
     "fast", the decoder's output and the fused loss where the model's head is `fusable` (else the reference); or
     "fast-attention", "fast" with attention's backward recomputed from the softmax where that pays (bf16 on the
-    CPU: zoo/attention_recompute.py). The trainer and `zoo bench` both train through it."""
+    CPU: zoo/kernels/attention_recompute.py). The trainer and `zoo bench` both train through it."""
     fast = kernels != "reference" and fusable(model.output)
     with (torch.autocast(src.device.type, dtype=torch.bfloat16, enabled=bf16),
           recomputed_backward(kernels == "fast-attention")):

@@ -10,7 +10,7 @@ gradient (tests/test_attention_recompute.py checks both against a float64 refere
 own backward is the faster one, so the recomputed backward is used only for bf16.
 
 The switch is a context (`recomputed_backward`), entered around a training step's forward pass by
-`zoo.loss_fused.training_loss`: the attention modules call `scaled_dot_product_attention` here, which takes the
+`zoo.kernels.loss_fused.training_loss`: the attention modules call `scaled_dot_product_attention` here, which takes the
 recomputed path only inside it, so decoding, evaluation and the reference path are untouched.
 """
 

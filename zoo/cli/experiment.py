@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from zoo.api import Study, default_folder, folder
-from zoo.cli_dry_run import dry_run, reuse_folders, sequential_lines, warn_about_this_machine
-from zoo.cli_process import positive_number
+from zoo.cli.dry_run import dry_run, reuse_folders, sequential_lines, warn_about_this_machine
+from zoo.cli.process import positive_number
 from zoo.config_io import parse_assignments
 from zoo.errors import ZooError, install_hint
 from zoo.experiment import load_experiment, store

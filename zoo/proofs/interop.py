@@ -4,7 +4,7 @@
 encoder/decoder weights, between copies of the model's embedders and output head, which computes
 the same function in eval mode. `from_torch(module, spec)` goes the other way.
 
-One name map serves both directions: zoo's canonical weight names (see zoo.equivalence) ->
+One name map serves both directions: zoo's canonical weight names (see zoo/proofs/equivalence.py) ->
 the torch.nn.Transformer tensors (views for the fused in-projection) holding the same weight.
 Masks need no mapping: TorchSeq2Seq builds the additive causal and key-padding masks
 torch.nn.Transformer takes; on rows with at least one key to attend to every zoo convention
@@ -20,11 +20,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.build import build
-from zoo.equivalence import canonical_state
 from zoo.errors import NotExpressible, SpecError
-from zoo.model import Seq2Seq
-from zoo.spec import ModelSpec, load_spec
+from zoo.model.build import build
+from zoo.model.seq2seq import Seq2Seq
+from zoo.model.spec import ModelSpec, load_spec
+from zoo.proofs.equivalence import canonical_state
 
 Tensor = torch.Tensor
 

@@ -1,4 +1,5 @@
-"""Contract tests: what every registered component must do, runnable on a user's own entry.
+"""Contracts: what every registered component, task and metric must do, runnable on a user's own entry.
+This module holds the components' contracts; zoo/testing/data.py those of tasks and metrics.
 
 zoo's own test suite parametrises these over the registry (tests/test_components.py), and
 `zoo check COMPONENT_OR_PLUGIN` runs them on a user's entry, so a plugin's component is held to the
@@ -40,12 +41,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.build import build
-from zoo.equivalence import genericize, random_batch, transplant
 from zoo.errors import ZooError
+from zoo.model.build import build
+from zoo.model.spec import SLOTS, ModelSpec, load_spec
 from zoo.plugins import one_line, touching
+from zoo.proofs.equivalence import genericize, random_batch, transplant
 from zoo.registry import Entry, registry
-from zoo.spec import SLOTS, ModelSpec, load_spec
 
 TINY = {"d_model": 32, "n_heads": 4, "d_ff": 64, "encoder_layers": 2, "decoder_layers": 2,
         "src_vocab": 40, "tgt_vocab": 40}

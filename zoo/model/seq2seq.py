@@ -165,7 +165,7 @@ class Seq2Seq(nn.Module):
 
     def features(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """The decoder's output (B, T, D) before the output head: what the fused training loss
-        (zoo/loss_fused.py) projects to the vocabulary itself, a chunk of tokens at a time."""
+        (zoo/kernels/loss_fused.py) projects to the vocabulary itself, a chunk of tokens at a time."""
         enc_mask, self_mask, cross_mask = self.masks.build(src, tgt_in, self.pad_id).for_attention()
         memory = self.encoder(self.src_embed(src), enc_mask)  # (B, S, D)
         return self.decoder(self.tgt_embed(tgt_in), memory, self_mask, cross_mask)  # (B, T, D)

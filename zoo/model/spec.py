@@ -17,8 +17,8 @@ from pydantic_core import PydanticCustomError
 
 from zoo.config_io import Count, Label, Number, describe_error, read_config_file
 from zoo.errors import IncompatibleComponents, RegistryError, SpecError
-from zoo.overrides import apply_overrides
-from zoo.presets import preset_data, with_base
+from zoo.model.overrides import apply_overrides
+from zoo.model.presets import preset_data, with_base
 from zoo.registry import SlotParams, registry
 
 SLOTS = ("residual", "norm", "ffn", "attention", "mask", "embedding", "positional", "output", "init")
