@@ -1,13 +1,14 @@
 """zoo's layout shows its architecture (docs/layout.md): packages that name their parts, a root that holds only the
-package's public face and what every layer shares, and imports that go down the layers and never up. Imports are
-read from the source with `ast` (tests/import_graph.py: function-level imports count, those under
-`if TYPE_CHECKING:` do not)."""
+package's public face and what every layer shares, imports that go down the layers and never up, and functions
+short enough to read at once. Imports are read from the source with `ast` (tests/import_graph.py: function-level
+imports count, those under `if TYPE_CHECKING:` do not)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+import pytest
 from import_graph import graph, zoo_modules
 
 import zoo
@@ -126,3 +127,38 @@ def test_the_layer_check_sees_an_import_going_up():
     assert importers_of(edges, "zoo.cli") == {"zoo.experiment.view"}
     assert command_line("zoo.cli.process") and command_line("zoo.cli_process") and not command_line("zoo.terminal")
     assert importers_of(edges, "zoo.rundir") == {"zoo.report.collect"}
+
+
+# -- functions you can read at once ------------------------------------------------------------------------
+LONGEST = 50  # lines, from `def` to the function's last line, docstring included
+
+
+def long_functions(tree: ast.AST, limit: int = LONGEST) -> list[tuple[str, int]]:
+    """(qualified name, lines) of every function or method over `limit` lines."""
+    found = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef) and child.end_lineno - child.lineno + 1 > limit:
+                    found.append((name, child.end_lineno - child.lineno + 1))
+                visit(child, name + ".")
+            else:
+                visit(child, prefix)
+
+    visit(tree, "")
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.rglob("*.py")), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_function_is_longer_than_a_screen(path):
+    long = long_functions(ast.parse(path.read_text(), str(path)))
+    assert not long, f"over {LONGEST} lines: split into well-named pieces: {long}"
+
+
+def test_the_length_check_counts_from_def_to_the_last_line():
+    body = "\n".join(f"    x{i} = {i}" for i in range(49))
+    assert long_functions(ast.parse(f"def f():\n{body}\n")) == []  # 50 lines
+    assert long_functions(ast.parse(f"class C:\n    def f(self):\n    {body.replace(chr(10), chr(10) + '    ')}\n"
+                                    f"        return 1\n")) == [("C.f", 51)]

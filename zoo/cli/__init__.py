@@ -319,7 +319,25 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="zoo", description="A Transformer component zoo for variant comparison.")
     top.add_argument("--version", action=_Version, help="zoo's version and commit, and torch's version and build")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_list_and_show(sub)
+    _add_equiv_and_check(sub)
+    p = sub.add_parser("schema", help="print the JSON schema of a model spec")
+    p.set_defaults(run=cmd_schema)
 
+    from zoo.cli.data import add_commands as add_data_commands
+    from zoo.cli.experiment import add_commands as add_experiment_commands
+    from zoo.cli.train import add_commands
+
+    add_commands(sub)
+    add_experiment_commands(sub)
+    add_data_commands(sub)
+    for command in sub.choices.values():  # every command sees a user's components as it sees zoo's own
+        add_plugin_option(command)
+    return top
+
+
+def _add_list_and_show(sub) -> None:
+    """The commands that say what is registered and what a spec holds."""
     p = sub.add_parser("list", help="list registered components, presets, tasks, metrics and executors",
                        description="List registered components (slot.name), presets, tasks (task.name), metrics "
                        "(metric.name) and executors (executor.name); PATTERN is a shell-style wildcard, e.g. "
@@ -337,6 +355,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--set-other", action="append", metavar="KEY=VALUE", help="override a field of OTHER")
     p.set_defaults(run=cmd_show)
 
+
+def _add_equiv_and_check(sub) -> None:
+    """The commands that prove: two specs compute one function, entries keep their contracts."""
     p = sub.add_parser("equiv", help="decide whether two specs compute the same function",
                        description="Build A, give it generic weights, transplant them into B's layout and compare "
                        "log-probabilities in eval mode on random padded batches. Exit 0 if equivalent, 1 if not.")
@@ -361,20 +382,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="COMPONENT_OR_PLUGIN", help="a registry pattern (slot.name, wildcards) or a "
                    "plugin's .py file, folder or module")
     p.set_defaults(run=cmd_check)
-
-    p = sub.add_parser("schema", help="print the JSON schema of a model spec")
-    p.set_defaults(run=cmd_schema)
-
-    from zoo.cli.data import add_commands as add_data_commands
-    from zoo.cli.experiment import add_commands as add_experiment_commands
-    from zoo.cli.train import add_commands
-
-    add_commands(sub)
-    add_experiment_commands(sub)
-    add_data_commands(sub)
-    for command in sub.choices.values():  # every command sees a user's components as it sees zoo's own
-        add_plugin_option(command)
-    return top
 
 
 def _error(message: str) -> int:

@@ -58,21 +58,8 @@ def dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: P
                 if row.cells]  # a --tasks part: its own
     if args.executor == "local" and device in (None, device_type_here("auto")):  # else not about this machine
         warn_about_this_machine(experiment, grid)
-    table = Table(title=f"zoo run {experiment.name} --dry-run: nothing is trained, moved or written",
-                  title_justify="left")
-    for column in ("task", "cells", "recorded", "copied", "stale", "new", "s/step", "run-hours left"):
-        table.add_column(column, justify="left" if column == "task" else "right")
-    left, unknown = Left(), []
     workers, cores = max(1, args.workers or 1), os.cpu_count() or 1
-    for row in rows:
-        known = row.run_seconds is not None and not row.unbounded
-        if known:
-            left.add(row, workers, cores)
-        else:
-            unknown.append(row.task)
-        table.add_row(row.task, str(row.cells), str(row.recorded), str(row.copied), str(row.stale), str(row.new),
-                      "—" if row.seconds_per_step is None else f"{row.seconds_per_step:.3f}",
-                      hours(row.run_seconds) if known else "unknown")
+    table, left, unknown = _forecast_table(experiment, rows, workers, cores)
     console.print(table)
     try:  # a grid is priced without its corpora; a run needs them
         experiment.check_data(part.task_entries(experiment))
@@ -97,6 +84,26 @@ def dry_run(experiment, runs: Path, out: Path, args: argparse.Namespace, part: P
         for line in [*sequential_lines(state), *forecast_lines(experiment, state)]:
             console.print(line, markup=False, highlight=False)
     return 0
+
+
+def _forecast_table(experiment, rows: list, workers: int, cores: int) -> tuple[Table, Left, list[str]]:
+    """The dry run's table, a row per task, with the hours left summed (`Left`) over the tasks whose runs can be
+    priced, and the tasks that cannot."""
+    table = Table(title=f"zoo run {experiment.name} --dry-run: nothing is trained, moved or written",
+                  title_justify="left")
+    for column in ("task", "cells", "recorded", "copied", "stale", "new", "s/step", "run-hours left"):
+        table.add_column(column, justify="left" if column == "task" else "right")
+    left, unknown = Left(), []
+    for row in rows:
+        known = row.run_seconds is not None and not row.unbounded
+        if known:
+            left.add(row, workers, cores)
+        else:
+            unknown.append(row.task)
+        table.add_row(row.task, str(row.cells), str(row.recorded), str(row.copied), str(row.stale), str(row.new),
+                      "—" if row.seconds_per_step is None else f"{row.seconds_per_step:.3f}",
+                      hours(row.run_seconds) if known else "unknown")
+    return table, left, unknown
 
 
 def sequential_lines(state) -> list[str]:

@@ -221,6 +221,15 @@ def _experiment_arguments(parser) -> None:
 
 
 def add_commands(sub) -> None:
+    """`zoo run`, `zoo floors`, `zoo export`, `zoo report` and `zoo plan`, in the order `zoo --help` lists them."""
+    _add_run(sub)
+    _add_floors(sub)
+    _add_export(sub)
+    _add_report(sub)
+    _add_plan(sub)
+
+
+def _add_run(sub) -> None:
     p = sub.add_parser("run", help="run an experiment's grid of variants x tasks x seeds (resumable)",
                        description="Expand EXPERIMENT into cells (variant x task x seed) and run each into "
                        "runs/<experiment>/<variant>/<task>/seed-<n>/, then write its record into "
@@ -231,6 +240,16 @@ def add_commands(sub) -> None:
                        "left to it, then waited for; a failing cell is recorded and the grid goes on. Exit 0 when no "
                        "cell failed (diverged runs are results), 1 otherwise.")
     _experiment_arguments(p)
+    _where_runs_train(p)
+    _what_run_does(p)
+    _grid_part(p)
+    p.add_argument("--log-to", nargs=2, metavar=("tensorboard", "DIR"), help="also write each cell's curves to "
+                   "TensorBoard while it trains, in DIR/<variant>/<task>/seed-<n> (the tensorboard extra)")
+    p.set_defaults(run=cmd_run)
+
+
+def _where_runs_train(p) -> None:
+    """`zoo run`'s run directories and executor, with the executor's options."""
     p.add_argument("--runs", metavar="DIR", help="where run directories (checkpoints, logs) go "
                    "(default runs/<experiment name>)")
     p.add_argument("--executor", default="local", metavar="NAME", help="what runs the cells: "
@@ -240,6 +259,11 @@ def add_commands(sub) -> None:
     p.add_argument("--workers", type=int, help="local: worker processes, CPU threads split between them (default 1)")
     p.add_argument("--address", help="ray: address of an existing cluster (default: start a local Ray instance)")
     p.add_argument("--threads", type=int, help="ray: CPUs (and torch threads) per run (default 1)")
+
+
+def _what_run_does(p) -> None:
+    """What `zoo run` does beyond training the grid: rounds until decided, the report, the live view, a dry run,
+    copies of other experiments' records."""
     p.add_argument("--until-decided", action="store_true", help="an experiment with [sequential]: train its rounds "
                    "of seeds one after another, analysing every comparison after each and giving the next round only "
                    "to the arms still undecided (and the baseline), until each is decided (better, worse, equivalent) "
@@ -260,16 +284,19 @@ def add_commands(sub) -> None:
                    help="other experiments' report folders (e.g. reports/budget-pilot): a cell whose very "
                    "definition (spec, task, data, training config and seed, decoding) one of their records has is "
                    "not trained but gets a copy of that record, whose provenance names the original")
+
+
+def _grid_part(p) -> None:
+    """The part of the grid `zoo run` works on: variants, tasks and seeds."""
     p.add_argument("--variants", type=_names, metavar="LABEL,...", help="only these variants")
     p.add_argument("--tasks", type=_names, metavar="KEY,...", help="only these tasks, by key (the "
                    "task's label, else its name with ':' as '-', as reports and --dry-run show it)")
     p.add_argument("--seeds", type=_seeds, metavar="N,...", help="only these seeds. With --variants "
                    "and --tasks: part of the grid, the same cells and records, e.g. to train whole seeds on another "
                    "machine and commit their records (the rest resumes from them)")
-    p.add_argument("--log-to", nargs=2, metavar=("tensorboard", "DIR"), help="also write each cell's curves to "
-                   "TensorBoard while it trains, in DIR/<variant>/<task>/seed-<n> (the tensorboard extra)")
-    p.set_defaults(run=cmd_run)
 
+
+def _add_floors(sub) -> None:
     p = sub.add_parser("floors", help="score each task's trivial systems (copying the source, ...): its floor",
                        description="Score what systems that learn nothing output on each task of EXPERIMENT "
                        "(translation: the source copied unchanged; synthetic tasks: the identity, where it is not the "
@@ -279,6 +306,8 @@ def add_commands(sub) -> None:
     _experiment_arguments(p)
     p.set_defaults(run=cmd_floors)
 
+
+def _add_export(sub) -> None:
     p = sub.add_parser("export", help="export an experiment's records to TensorBoard or MLflow (nothing trains)",
                        description="Write what EXPERIMENT's records hold (OUT/records) into a tracker. "
                        "'--to tensorboard DIR': a run per cell with every logged curve and an HParams row (status, "
@@ -294,6 +323,8 @@ def add_commands(sub) -> None:
     p.add_argument("--to", nargs="+", required=True, metavar="TRACKER", help="tensorboard DIR | mlflow [URI]")
     p.set_defaults(run=cmd_export)
 
+
+def _add_report(sub) -> None:
     p = sub.add_parser("report", help="write a comparison report from an experiment's records",
                        description="Read the records of EXPERIMENT (OUT/records; never trains, never reads a run "
                        "directory) and write report.md, results.csv and plots: run outcomes and instability, "
@@ -304,6 +335,8 @@ def add_commands(sub) -> None:
     _experiment_arguments(p)
     p.set_defaults(run=cmd_report)
 
+
+def _add_plan(sub) -> None:
     p = sub.add_parser("plan", help="how many seeds each comparison needs to detect a given effect",
                        description="From the seed-to-seed spread in EXPERIMENT's records (a pilot run), print per task "
                        "and variant the smallest difference the current seeds can detect and how many seeds per arm "

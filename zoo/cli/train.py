@@ -224,6 +224,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub) -> None:
+    """`zoo train`, `zoo translate`, `zoo evaluate` and `zoo bench`, in the order `zoo --help` lists them."""
+    _add_train(sub)
+    _add_translate_and_evaluate(sub)
+    _add_bench(sub)
+
+
+def _add_train(sub) -> None:
     p = sub.add_parser("train", help="train a spec on a task into a run directory",
                        description="Train SPEC (preset or spec file) on TASK: copy, reverse, sort, long-copy, or "
                        "CORPUS:SRC-TGT such as multi30k:de-en read from --data-dir. Resumable with --resume.")
@@ -245,6 +252,9 @@ def add_commands(sub) -> None:
                    "TensorBoard while training (the tensorboard extra)")
     p.set_defaults(run=cmd_train)
 
+
+def _add_translate_and_evaluate(sub) -> None:
+    """The two commands that decode with a trained run, with the same decoding options."""
     for name, helptext in (("translate", "translate stdin line by line with a trained run"),
                            ("evaluate", "score a trained run on a split (BLEU/chrF or exact match, perplexity)")):
         p = sub.add_parser(name, help=helptext, description=helptext)
@@ -261,6 +271,8 @@ def add_commands(sub) -> None:
         p.add_argument("--no-cache", action="store_true", help="decode without the key/value cache")
         p.set_defaults(run=cmd_translate if name == "translate" else cmd_evaluate)
 
+
+def _add_bench(sub) -> None:
     p = sub.add_parser("bench", help="throughput ratios against torch.nn.Transformer and the KV cache",
                        description="Train the same model as zoo (its reference path and its fast path, kernels = "
                        "fast-attention) and as torch.nn.Transformer in one process, interleaved, and print ratios "

@@ -36,11 +36,7 @@ def _run_cell(cell: Cell, threads: int | None) -> str:
     """Train, evaluate and record one cell; the caller holds its lock."""
     import torch
 
-    from zoo.data import load_task
     from zoo.experiment.config import load_experiment
-    from zoo.model.decode import DecodeConfig
-    from zoo.train import Trainer, fit_to_task, load_run, save_evaluation
-    from zoo.train.evaluate import evaluate
 
     if threads:
         torch.set_num_threads(threads)
@@ -66,6 +62,24 @@ def _run_cell(cell: Cell, threads: int | None) -> str:
     (out / rundir.FAILED).unlink(missing_ok=True)
     if not (out / rundir.DEFINITION).exists():
         rundir.write_json(out / rundir.DEFINITION, {"definition": current, "digest": digest})
+    summary = _train_and_test(cell, experiment, entry, digest)
+    head = records.base(_cell_fields(cell), current, digest, cell.concurrent, cell.commit)
+    imported = executed.imported(current)
+    if imported:  # only then: a record of zoo's own code reads as it always did
+        head.provenance[executed.FIELD] = imported
+    records.write(cell.record, records.from_run(out, head))  # last: the record marks the cell done
+    return summary["status"]
+
+
+def _train_and_test(cell: Cell, experiment, entry, digest: str) -> dict:
+    """Train the cell into its run directory (resuming it), then decode and score its test set once it is complete
+    and not scored yet; returns the training summary."""
+    from zoo.data import load_task
+    from zoo.model.decode import DecodeConfig
+    from zoo.train import Trainer, fit_to_task, load_run, save_evaluation
+    from zoo.train.evaluate import evaluate
+
+    out = cell.out
     spec = experiment.specs[cell.variant]
     log_to = Path(cell.log_to) / cell.variant / cell.task / f"seed-{cell.seed}" if cell.log_to else None
     # a checkpoint that is not this cell's, intact, goes where stale cells go: runs/<experiment>/.stale/<time>/<cell>/
@@ -80,12 +94,7 @@ def _run_cell(cell: Cell, threads: int | None) -> str:
             metrics, hypotheses = evaluate(model, task, "test", DecodeConfig(
                 beam=settings.beam, alpha=settings.alpha, max_ratio=settings.max_ratio, max_extra=settings.max_extra))
             save_evaluation(out, rundir.TEST, metrics, hypotheses)
-    head = records.base(_cell_fields(cell), current, digest, cell.concurrent, cell.commit)
-    imported = executed.imported(current)
-    if imported:  # only then: a record of zoo's own code reads as it always did
-        head.provenance[executed.FIELD] = imported
-    records.write(cell.record, records.from_run(out, head))  # last: the record marks the cell done
-    return summary["status"]
+    return summary
 
 
 def _copy_record(cell: Cell, current: dict) -> str:

@@ -238,10 +238,7 @@ def forecast(experiment, grid: list[Cell], reuse_folders: list[Path] = (),
         paths += store.record_files(Path(folder) / store.RECORDS)
     total = len(paths) + len(grid)
     rates = _rates(paths, lambda done: progress(done, total))
-    there = set()  # names (variant/task/seed-n) of the cells with a record or a run directory
-    if grid:
-        there = {path.relative_to(records_root).with_suffix("").as_posix() for path in own}
-        there |= {path.relative_to(runs_root).as_posix() for path in runs_root.glob("*/*/seed-*")}
+    there = _with_files(records_root, runs_root, own) if grid else set()
     define = definitions(experiment)
     entries = {task.key: task for task in experiment.config.tasks}
     out = {key: TaskForecast(key) for key in entries}
@@ -270,7 +267,21 @@ def forecast(experiment, grid: list[Cell], reuse_folders: list[Path] = (),
         measured = _measured(files, lambda: progress(next(done), total + len(files)))
         for variant, task in unpriced:
             budgets[variant, task] = _scaled(budgets[variant, task], experiment, variant, entries[task], measured)
-    priced: dict[str, list[float]] = {key: [0.0, 0.0] for key in entries}  # task -> [seconds, steps] with a rate
+    _add_budgets(out, budgets, to_run)
+    return list(out.values())
+
+
+def _with_files(records_root: Path, runs_root: Path, records: list[Path]) -> set[str]:
+    """The names (variant/task/seed-n) of the cells with a record (of `records`) or a run directory."""
+    there = {path.relative_to(records_root).with_suffix("").as_posix() for path in records}
+    return there | {path.relative_to(runs_root).as_posix() for path in runs_root.glob("*/*/seed-*")}
+
+
+def _add_budgets(out: dict[str, TaskForecast], budgets: dict[tuple[str, str], _Budget],
+                 to_run: list[tuple[str, str]]) -> None:
+    """Each task's row (`out`) summed over the budgets of its cells to run (`to_run`: (variant, task) of each), with
+    its rate the steps-weighted mean of theirs."""
+    priced: dict[str, list[float]] = {key: [0.0, 0.0] for key in out}  # task -> [seconds, steps] with a rate
     for variant, task in to_run:
         budget, row = budgets[variant, task], out[task]
         if row.seconds_per_step is None:  # a rate to show where no cell has a budget in steps to weigh it by
@@ -289,7 +300,6 @@ def forecast(experiment, grid: list[Cell], reuse_folders: list[Path] = (),
         seconds, steps = priced[key]
         if steps:  # the steps-weighted mean of the cells' rates: one rate where every cell has the same
             row.seconds_per_step = seconds / steps
-    return list(out.values())
 
 
 @dataclass(frozen=True)

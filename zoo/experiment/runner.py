@@ -52,6 +52,24 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
     console = console or Console(stderr=True)
     state = states(experiment, grid)
     stale = {name: changed for name, (kind, changed) in state.items() if kind == "stale"}
+    _name_stale(console, stale)
+    grid = reusable(experiment, grid, list(reuse_from))
+    crowded = runner.oversubscribed(experiment, grid) if isinstance(runner, executors.Local) else None
+    if crowded:
+        console.print(f"[yellow]{crowded}[/]")
+    _name_copies(console, grid)
+    # a cell with its current record is its result, read here: an executor gets only what has to train, so a grid
+    # with nothing left starts no worker (a script without a `__main__` guard would re-import itself in each one)
+    tasks = {task.key: task for task in experiment.config.tasks}
+    results: Results = {cell.name: ("complete", "") for cell in grid if state[cell.name][0] == "recorded"}
+    held = {cell.name: held_digest(cell) for cell in grid if cell.name in stale}  # shown as stale until replaced
+    _run_in_view(runner, grid, tasks, results, held, f"zoo run {experiment.name}: {len(grid)} runs -> {runs_root}",
+                 console, live)
+    return {cell.name: _counted(cell, tasks[cell.task], results.get(cell.name, ("failed", "not run"))) for cell in grid}
+
+
+def _name_stale(console: Console, stale: dict[str, list[str]]) -> None:
+    """Name the stale cells and what changed in each, before they are moved aside and run again."""
     if stale:
         console.print(f"[yellow]{len(stale)} cells were run under another definition or have a record that is "
                       f"refused; their old records and run directories go to {store.STALE}/ and they are run "
@@ -59,20 +77,23 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
         for name, changed in stale.items():  # wrapped at words, not cut mid-name at the terminal's edge
             console.print(Padding(escape(f"{name}: " + "; ".join(changed[:4]) + (" ..." if len(changed) > 4 else "")),
                                   (0, 0, 0, 2)), highlight=False)
-    grid = reusable(experiment, grid, list(reuse_from))
-    crowded = runner.oversubscribed(experiment, grid) if isinstance(runner, executors.Local) else None
-    if crowded:
-        console.print(f"[yellow]{crowded}[/]")
+
+
+def _name_copies(console: Console, grid: list[Cell]) -> None:
+    """Name the cells that get a copy of another experiment's record instead of training."""
     copies = [cell for cell in grid if cell.reuse]
     if copies:
         console.print(f"{len(copies)} cells have a record of the same definition in another experiment's records; "
                       "it is copied instead of training them again:")
         for cell in copies:
             console.print(f"  {cell.name} <- {cell.reuse}", soft_wrap=True)
-    # a cell with its current record is its result, read here: an executor gets only what has to train, so a grid
-    # with nothing left starts no worker (a script without a `__main__` guard would re-import itself in each one)
-    tasks = {task.key: task for task in experiment.config.tasks}
-    results: Results = {cell.name: ("complete", "") for cell in grid if state[cell.name][0] == "recorded"}
+
+
+def _run_in_view(runner: Executor, grid: list[Cell], tasks: dict[str, TaskEntry], results: Results,
+                 held: dict[str, str | None], title: str, console: Console, live: bool) -> None:
+    """Run the cells without a result (`results`, which the executor fills) in a thread while the view refreshes:
+    on a terminal a live table (`live`), in a file a line per change of a cell's state. `held`: the stale cells'
+    held digests, shown as stale until replaced. An executor's error is raised here, in the main thread."""
     todo = [cell for cell in grid if cell.name not in results]
     errors: list[BaseException] = []
 
@@ -85,8 +106,7 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
 
     worker = threading.Thread(target=guarded, daemon=True)
     notes = {name: reason for name, (_, reason) in results.items()}
-    held = {cell.name: held_digest(cell) for cell in grid if cell.name in stale}  # shown as stale until replaced
-    view = GridView(f"zoo run {experiment.name}: {len(grid)} runs -> {runs_root}", grid, tasks, notes, held)
+    view = GridView(title, grid, tasks, notes, held)
     log = GridLog(grid, console, tasks, notes, held) if live and not console.is_terminal else None
     if log is not None:
         log.update()
@@ -103,7 +123,6 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
         console.print(view)  # the final table, as a terminal shows it
     if errors:
         raise errors[0]
-    return {cell.name: _counted(cell, tasks[cell.task], results.get(cell.name, ("failed", "not run"))) for cell in grid}
 
 
 def _counted(cell: Cell, task: TaskEntry, result: tuple[str, str]) -> tuple[str, str]:

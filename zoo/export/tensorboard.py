@@ -11,6 +11,7 @@ run's folder, so writing beside the old ones would draw every point twice); its 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,22 @@ def to_tensorboard(experiment, records_root: Path, out: Path) -> list[Path]:
 
     _, cells = analysed(experiment, records_root)
     rows = hparam_rows(experiment, cells)
+    written, metrics = _write_cells(writer, hparams_summary, cells, rows, Path(out))
+    means, layout = _write_means(writer, cells, Path(out))
+    written += means
+    domains = {name: sorted({row[name] for row in rows}) for name in rows[0]}
+    summary, _, _ = hparams_summary(rows[0], metrics, domains)
+    last = max(finished_at(cell.record) for cell in cells)
+    with writer(Path(out)) as root:
+        root.file_writer.add_summary(summary, walltime=last)
+        root.file_writer.add_summary(custom_scalars(dict(layout)), walltime=last)
+    return written
+
+
+def _write_cells(writer: Callable, hparams_summary: Callable, cells: list[Cell], rows: list[dict], out: Path
+                 ) -> tuple[list[Path], dict[str, float]]:
+    """A run per cell: its curves, its HParams row and its test metrics. Returns the run folders and every test
+    metric's tag."""
     written, metrics = [], {}
     for cell, row in zip(cells, rows):
         folder = Path(out) / cell.variant / cell.task / f"seed-{cell.seed}"
@@ -114,6 +131,13 @@ def to_tensorboard(experiment, records_root: Path, out: Path) -> list[Path]:
                 run.add_scalar(tag, value, int(cell.record.summary.steps or 0), walltime=finished)
             metrics.update(tests)
         written.append(folder)
+    return written, metrics
+
+
+def _write_means(writer: Callable, cells: list[Cell], out: Path) -> tuple[list[Path], dict[str, dict[str, list]]]:
+    """A run per variant and task: the mean curve over its seeds with a band of one sd. Returns the run folders and
+    the custom-scalars layout that draws the bands."""
+    written = []
     groups: dict[tuple[str, str], list[Cell]] = defaultdict(list)
     for cell in cells:
         groups[(cell.variant, cell.task)].append(cell)
@@ -127,10 +151,4 @@ def to_tensorboard(experiment, records_root: Path, out: Path) -> list[Path]:
                         run.add_scalar(f"{tag}/{name}", value, step, walltime=time)
                 layout[f"{task}: mean over seeds ± sd"][tag] = ["Margin", [f"{tag}/mean", f"{tag}/low", f"{tag}/high"]]
         written.append(folder)
-    domains = {name: sorted({row[name] for row in rows}) for name in rows[0]}
-    summary, _, _ = hparams_summary(rows[0], metrics, domains)
-    last = max(finished_at(cell.record) for cell in cells)
-    with writer(Path(out)) as root:
-        root.file_writer.add_summary(summary, walltime=last)
-        root.file_writer.add_summary(custom_scalars(dict(layout)), walltime=last)
-    return written
+    return written, layout

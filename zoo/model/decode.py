@@ -145,32 +145,21 @@ def beam_search(model: Seq2Seq, src: Tensor, bos: int, eos: int,
     scores[:, 0] = 0.0  # all beams start identical: only the first may expand
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]
     active = list(range(batch))  # sentences still searching, in the order of the current rows
-
-    def finish(sentence: int, score: float, hyp: list[int]) -> None:
-        finished[sentence].append((score / length_penalty(len(hyp), config.alpha), hyp))
-
     for t in range(max(limits) + 1):
         log_probs = step(prefix)  # (A * K, V)
         vocab = log_probs.size(-1)
         candidates = (scores[:, :, None] + log_probs.view(len(active), beam, vocab)).view(len(active), -1)
         top_scores, top_ids = candidates.topk(min(2 * beam, candidates.size(-1)), dim=-1)  # (A, 2K)
-
         keep_rows, keep_tokens, keep_scores, still = [], [], [], []
         for a, sentence in enumerate(active):
+            beams = prefix[a * beam: (a + 1) * beam, 1:]  # (K, t): this sentence's beams so far
             if t >= limits[sentence]:  # as greedy: no token beyond the limit, live beams end here
                 for k in range(beam):
                     if scores[a, k] > float("-inf"):
-                        finish(sentence, scores[a, k].item(), prefix[a * beam + k, 1:].tolist())
+                        _finish(finished[sentence], scores[a, k].item(), beams[k].tolist(), config.alpha)
                 continue
-            chosen: list[tuple[float, int, int]] = []
-            for score, flat in zip(top_scores[a].tolist(), top_ids[a].tolist()):
-                k, token = divmod(flat, vocab)
-                if score == float("-inf") or len(finished[sentence]) >= beam or len(chosen) == beam:
-                    break
-                if token == eos:
-                    finish(sentence, score, prefix[a * beam + k, 1:].tolist())
-                else:
-                    chosen.append((score, k, token))
+            chosen = _continuations(top_scores[a].tolist(), top_ids[a].tolist(), vocab, eos, finished[sentence],
+                                    beams, config)
             if len(finished[sentence]) >= beam or not chosen:
                 continue
             still.append(sentence)
@@ -187,6 +176,29 @@ def beam_search(model: Seq2Seq, src: Tensor, bos: int, eos: int,
         step.keep(index)
         active = still
     return [max(hyps, key=lambda h: h[0])[1] if hyps else [] for hyps in finished]
+
+
+def _finish(finished: list[tuple[float, list[int]]], score: float, hyp: list[int], alpha: float) -> None:
+    """Add a finished hypothesis to its sentence's list with its GNMT-normalised score."""
+    finished.append((score / length_penalty(len(hyp), alpha), hyp))
+
+
+def _continuations(top_scores: list[float], top_ids: list[int], vocab: int, eos: int,
+                   finished: list[tuple[float, list[int]]], beams: Tensor, config: DecodeConfig
+                   ) -> list[tuple[float, int, int]]:
+    """A sentence's best continuations (score, beam, token), best first, that do not end in EOS: at most `beam`,
+    and none once the sentence has `beam` finished hypotheses. Those ending in EOS on the way are finished (into
+    `finished`); `top_scores` and `top_ids` are its best candidates over beam x vocabulary, `beams` its beams."""
+    chosen: list[tuple[float, int, int]] = []
+    for score, flat in zip(top_scores, top_ids):
+        k, token = divmod(flat, vocab)
+        if score == float("-inf") or len(finished) >= config.beam or len(chosen) == config.beam:
+            break
+        if token == eos:
+            _finish(finished, score, beams[k].tolist(), config.alpha)
+        else:
+            chosen.append((score, k, token))
+    return chosen
 
 
 def decode(model: Seq2Seq, src: Tensor, bos: int, eos: int, config: DecodeConfig = DecodeConfig()) -> list[list[int]]:

@@ -211,44 +211,66 @@ def greedy_steps(model, src: Tensor, steps: int, use_cache: bool) -> int:
 def run(config: BenchConfig = BenchConfig(), report: Callable[[str], None] = print) -> dict:
     device = select_device(config.device)  # a missing GPU is one line before anything is built
     spec, zoo_model, batches = _setup(config, device)
-    pad = spec.pad_id
     results: dict = {"spec": spec.name, "digest": spec.digest(), "device": describe_device(device),
                      "threads": torch.get_num_threads(),
                      "d_model": config.d_model, "layers": config.layers, "vocab": config.vocab,
                      "batch": config.batch, "length": config.length,
                      "batch_target_tokens": statistics.mean(batch.tokens for batch in batches)}
-    # zoo's reference path, zoo's fast path (the same weights: TrainConfig.kernels) and torch.nn.Transformer;
-    # the fast path is "fast-attention", which is "fast" except in bf16 on the CPU, where it is the faster one
+    models, no_reference = _contenders(zoo_model, device)
+    if no_reference is not None:
+        results["no_reference"] = no_reference
+    for precision, bf16 in (("fp32", False), ("bf16", True)):
+        results.update(_training_rates(models, batches, spec.pad_id, precision, bf16, config, device, report))
+    results.update(_decoding_rates(zoo_model, batches, config, device, report))
+    results.update(_achieved_flops(zoo_model, batches, spec.pad_id, results, device, report))
+    return results
+
+
+# The fast path is "fast-attention", which is "fast" except in bf16 on the CPU, where it is the faster one.
+KERNELS = {"fast": "fast-attention"}
+
+
+def _contenders(zoo_model, device: torch.device) -> tuple[dict[str, torch.nn.Module], str | None]:
+    """zoo's reference path, zoo's fast path (the same weights: TrainConfig.kernels), on a GPU the fast path
+    replayed from CUDA graphs, and torch.nn.Transformer; with why there is no torch.nn.Transformer, if there is not
+    (e.g. RMSNorm, rotary: zoo's own rates are still worth measuring)."""
     models = {"zoo": zoo_model, "fast": copy.deepcopy(zoo_model)}
-    kernels = {"fast": "fast-attention"}
     if device.type == "cuda":  # the step a GPU run takes: the fast path replayed from CUDA graphs
         models["graphed"] = copy.deepcopy(zoo_model)
     try:
         models["torch"] = to_torch(zoo_model).train()  # on zoo_model's device
-    except NotExpressible as err:  # e.g. RMSNorm, rotary: zoo's own rates are still worth measuring
-        results["no_reference"] = str(err)
+    except NotExpressible as err:
+        return models, str(err)
+    return models, None
 
-    for precision, bf16 in (("fp32", False), ("bf16", True)):
-        contenders = {name: _training_round(m, _optimizer(m), batches, pad, bf16, config.steps_per_round,
-                                            kernels.get(name, "reference"))
-                      for name, m in models.items() if name != "graphed"}
-        if "graphed" in models:
-            graphed = _graphed_steps(models["graphed"], batches, pad, bf16)
-            graphed(len(batches))  # captures a graph per bucket, outside the timed rounds
-            contenders["graphed"] = partial(graphed, config.steps_per_round)
-        for go in contenders.values():
-            go()  # warm-up
-        report(f"training, {precision}: {config.rounds} interleaved rounds")
-        rates = _interleaved(contenders, config.rounds, device)
-        for name in models:
-            results[f"train_{precision}_{name}_tok_s"] = statistics.median(rates[name])
-        results[f"train_{precision}_fast_ratio"] = _ratio(rates, "fast", "zoo")
-        if "graphed" in models:
-            results[f"train_{precision}_graphed_ratio"] = _ratio(rates, "graphed", "fast")
-        if "torch" in models:
-            results[f"train_{precision}_ratio"] = _ratio(rates, "zoo", "torch")
-            results[f"train_{precision}_fast_torch_ratio"] = _ratio(rates, "fast", "torch")
 
+def _training_rates(models: dict[str, torch.nn.Module], batches: list, pad: int, precision: str, bf16: bool,
+                    config: BenchConfig, device: torch.device, report: Callable[[str], None]) -> dict:
+    """Training tokens/s of each contender in one precision over interleaved rounds, and their ratios."""
+    contenders = {name: _training_round(m, _optimizer(m), batches, pad, bf16, config.steps_per_round,
+                                        KERNELS.get(name, "reference"))
+                  for name, m in models.items() if name != "graphed"}
+    if "graphed" in models:
+        graphed = _graphed_steps(models["graphed"], batches, pad, bf16)
+        graphed(len(batches))  # captures a graph per bucket, outside the timed rounds
+        contenders["graphed"] = partial(graphed, config.steps_per_round)
+    for go in contenders.values():
+        go()  # warm-up
+    report(f"training, {precision}: {config.rounds} interleaved rounds")
+    rates = _interleaved(contenders, config.rounds, device)
+    results = {f"train_{precision}_{name}_tok_s": statistics.median(rates[name]) for name in models}
+    results[f"train_{precision}_fast_ratio"] = _ratio(rates, "fast", "zoo")
+    if "graphed" in models:
+        results[f"train_{precision}_graphed_ratio"] = _ratio(rates, "graphed", "fast")
+    if "torch" in models:
+        results[f"train_{precision}_ratio"] = _ratio(rates, "zoo", "torch")
+        results[f"train_{precision}_fast_torch_ratio"] = _ratio(rates, "fast", "torch")
+    return results
+
+
+def _decoding_rates(zoo_model, batches: list, config: BenchConfig, device: torch.device,
+                    report: Callable[[str], None]) -> dict:
+    """Greedy decoding tokens/s with the key/value cache and without it, interleaved, and their ratio."""
     src = batches[0].src[: config.decode_batch]  # (decode_batch, S)
     greedy_steps(zoo_model, src, 4, True)
     report(f"greedy decoding of {config.decode_tokens} tokens: cached vs uncached")
@@ -256,14 +278,19 @@ def run(config: BenchConfig = BenchConfig(), report: Callable[[str], None] = pri
         "cached": lambda: greedy_steps(zoo_model, src, config.decode_tokens, True),
         "uncached": lambda: greedy_steps(zoo_model, src, config.decode_tokens, False),
     }, max(3, config.rounds // 2), device)
-    results["decode_cached_tok_s"] = statistics.median(rates["cached"])
-    results["decode_uncached_tok_s"] = statistics.median(rates["uncached"])
-    results["decode_cache_ratio"] = _ratio(rates, "cached", "uncached")
+    return {"decode_cached_tok_s": statistics.median(rates["cached"]),
+            "decode_uncached_tok_s": statistics.median(rates["uncached"]),
+            "decode_cache_ratio": _ratio(rates, "cached", "uncached")}
 
+
+def _achieved_flops(zoo_model, batches: list, pad: int, rates: dict, device: torch.device,
+                    report: Callable[[str], None]) -> dict:
+    """The reference step's model FLOPs per token, the device's fp32 and bf16 matmul peaks, and what each path's
+    training tokens/s (in `rates`) achieve of them."""
     zoo_model.train()
     with FlopCounterMode(display=False) as counter:
         tokens = training_step(zoo_model, _optimizer(zoo_model), batches[0], pad, False)
-    results["train_flops_per_token"] = counter.get_total_flops() / tokens
+    results: dict = {"train_flops_per_token": counter.get_total_flops() / tokens}
     for precision, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
         if precision == "bf16" and device.type == "cpu" and machine.cpu_has_bf16_matmul() is False:
             # PyTorch's slow fallback: a minute per square matmul, and no peak a training step could be held to
@@ -276,8 +303,8 @@ def run(config: BenchConfig = BenchConfig(), report: Callable[[str], None] = pri
         # every path is credited with the reference step's model FLOPs per token (the model FLOP utilisation
         # convention): the fused loss does the same matmuls, and padding a graphed batch to its bucket is overhead
         for name in ("zoo", "fast", "graphed"):
-            if f"train_{precision}_{name}_tok_s" in results:
-                achieved = results["train_flops_per_token"] * results[f"train_{precision}_{name}_tok_s"]
+            if f"train_{precision}_{name}_tok_s" in rates:
+                achieved = results["train_flops_per_token"] * rates[f"train_{precision}_{name}_tok_s"]
                 suffix = "" if name == "zoo" else f"_{name}"
                 results[f"train_{precision}{suffix}_achieved_flop_s"] = achieved
                 results[f"train_{precision}{suffix}_peak_fraction"] = achieved / peak

@@ -223,20 +223,7 @@ def settle(check_: Check, alpha: float) -> Check:
     """The outcome from the (adjusted) test: confirmed, contradicted or inconclusive."""
     finding = check_.finding
     if check_.failures is not None:
-        p, more = check_.failure_adjusted, check_.failures.difference > 0
-        check_.evidence += f", adjusted p {fmt_small_p(p)}"  # the raw p is in the evidence already
-        if p < alpha:
-            expected = (finding.expect == "more failures") == more
-            check_.outcome = CONFIRMED if expected else CONTRADICTED
-        elif check_.failures.cannot_reject:
-            check_.evidence += ("; no outcome of these runs reaches the corrected level "
-                                f"({check_.failures.level:.2g})")
-        elif math.isnan(check_.failures.detectable):
-            check_.evidence += "; too few runs to detect any rise in the failure rate"
-        else:
-            check_.evidence += (f"; a rise smaller than {100 * check_.failures.detectable:.0f} points over the "
-                                "reference's rate could not be detected (80% power, at the corrected level)")
-        return check_
+        return _settle_failures(check_, alpha)
     if check_.untested is not None:
         check_.evidence += _power(finding, check_.untested) + _inside_margin(finding, check_.untested, check_.margin)
         return check_
@@ -277,4 +264,23 @@ def settle(check_: Check, alpha: float) -> Check:
             # Descriptive, not a second test: the interval is unadjusted, so the outcome stays inconclusive.
             said += f"; the published effect ({finding.effect:+g}) lies outside this {1 - alpha:.0%} CI (unadjusted)"
     check_.evidence = said + _power(finding, c) + check_.evidence
+    return check_
+
+
+def _settle_failures(check_: Check, alpha: float) -> Check:
+    """`settle` for a finding on failure rates: its outcome from the (adjusted) test of the rates, or why the runs
+    cannot tell."""
+    p, more = check_.failure_adjusted, check_.failures.difference > 0
+    check_.evidence += f", adjusted p {fmt_small_p(p)}"  # the raw p is in the evidence already
+    if p < alpha:
+        expected = (check_.finding.expect == "more failures") == more
+        check_.outcome = CONFIRMED if expected else CONTRADICTED
+    elif check_.failures.cannot_reject:
+        check_.evidence += ("; no outcome of these runs reaches the corrected level "
+                            f"({check_.failures.level:.2g})")
+    elif math.isnan(check_.failures.detectable):
+        check_.evidence += "; too few runs to detect any rise in the failure rate"
+    else:
+        check_.evidence += (f"; a rise smaller than {100 * check_.failures.detectable:.0f} points over the "
+                            "reference's rate could not be detected (80% power, at the corrected level)")
     return check_

@@ -145,16 +145,7 @@ def read(experiment: Experiment, records_root: Path) -> LeftOut | None:
     if not folder.is_dir():
         return None
     path = folder / REASONS
-    try:
-        reasons = Reasons.model_validate(tomllib.loads(path.read_text()))
-    except FileNotFoundError:
-        raise ReportError(f"{folder}: no {REASONS}: every run left out names the rule that left it out") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise ReportError(f"{path}: cannot read ({err})") from None
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise ReportError(f"{path}: {where}: {first['msg']}") from None
+    reasons = _reasons(path)
     arms = {v.label for v in experiment.config.variants}
     tasks = {t.key for t in experiment.config.tasks}
     runs, seen = [], set()
@@ -194,6 +185,20 @@ def read(experiment: Experiment, records_root: Path) -> LeftOut | None:
     if unnamed:
         raise ReportError(f"{path}: no entry for {', '.join(unnamed)}: every record left out names its rule")
     return LeftOut(folder, dict(reasons.rules), runs)
+
+
+def _reasons(path: Path) -> Reasons:
+    """A left-out/ folder's reasons.toml, validated; ReportError naming the file and the problem otherwise."""
+    try:
+        return Reasons.model_validate(tomllib.loads(path.read_text()))
+    except FileNotFoundError:
+        raise ReportError(f"{path.parent}: no {REASONS}: every run left out names the rule that left it out") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise ReportError(f"{path}: cannot read ({err})") from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ReportError(f"{path}: {where}: {first['msg']}") from None
 
 
 def substituted(report: Report, runs: list[Run]) -> Report:

@@ -188,16 +188,7 @@ def compare_corpus(baseline: Sequence[np.ndarray], variant: Sequence[np.ndarray]
         nan = math.nan
         return CorpusComparison(**common, ci_low=nan, ci_high=nan, se=nan, se_seeds=nan, se_within=nan, df=nan,
                                 p_value=nan, p_adjusted=nan, verdict=FEW)
-    v_b, v_v = y_b.var(ddof=1) / n_b, y_v.var(ddof=1) / n_v
-    # Each seed's corpus score already carries its own sentence noise, which the seed variance counts: add
-    # the paired test-set variance only beyond what each arm's seeds carry within themselves (their mean
-    # bootstrap variance / n), and never go below Welch's seed variance.
-    within = seed_sentence_variance(boot[:, :n_b]) / n_b + seed_sentence_variance(boot[:, n_b:]) / n_v
-    sentence_part = max(0.0, only.se ** 2 - within)
-    variance = v_b + v_v + sentence_part
-    seed_part = v_b ** 2 / (n_b - 1) + v_v ** 2 / (n_v - 1)
-    df = float((v_b + v_v) ** 2 / seed_part) if seed_part > 0 else math.inf  # Welch's df: no part is exact
-    se = math.sqrt(variance)
+    v_b, v_v, within, se, df = _seed_and_sentence_variance(y_b, y_v, boot, only.se)
     method = SEEDS_AND_SENTENCES
     if se == 0:
         p, half = (1.0 if d == 0 else 0.0), 0.0
@@ -209,6 +200,25 @@ def compare_corpus(baseline: Sequence[np.ndarray], variant: Sequence[np.ndarray]
     return CorpusComparison(**{**common, "method": method}, ci_low=d - half, ci_high=d + half, se=se,
                             se_seeds=math.sqrt(v_b + v_v), se_within=math.sqrt(within), df=df, p_value=p,
                             p_adjusted=p, verdict=verdict(d, p, higher_is_better, alpha))
+
+
+def _seed_and_sentence_variance(y_b: np.ndarray, y_v: np.ndarray, boot: np.ndarray, sentence_se: float
+                                ) -> tuple[float, float, float, float, float]:
+    """(baseline's and variant's seed variance of the mean, the sentence variance their seeds carry within
+    themselves, the difference's standard error, its Welch df) for `compare_corpus`: Welch over the per-seed scores
+    `y_b` and `y_v`, plus the paired test-set variance (`sentence_se` squared) beyond what `boot`'s (resamples,
+    seeds) scores show each arm's seeds already carry."""
+    n_b, n_v = len(y_b), len(y_v)
+    v_b, v_v = y_b.var(ddof=1) / n_b, y_v.var(ddof=1) / n_v
+    # Each seed's corpus score already carries its own sentence noise, which the seed variance counts: add
+    # the paired test-set variance only beyond what each arm's seeds carry within themselves (their mean
+    # bootstrap variance / n), and never go below Welch's seed variance.
+    within = seed_sentence_variance(boot[:, :n_b]) / n_b + seed_sentence_variance(boot[:, n_b:]) / n_v
+    sentence_part = max(0.0, sentence_se ** 2 - within)
+    variance = v_b + v_v + sentence_part
+    seed_part = v_b ** 2 / (n_b - 1) + v_v ** 2 / (n_v - 1)
+    df = float((v_b + v_v) ** 2 / seed_part) if seed_part > 0 else math.inf  # Welch's df: no part is exact
+    return v_b, v_v, within, math.sqrt(variance), df
 
 
 def contrast_term(arms: Sequence[Sequence[np.ndarray]], signs: Sequence[float], score: Callable, *,
