@@ -12,6 +12,7 @@ import textwrap
 
 import pytest
 from grid_files import ffn_plugin, tiny_experiment
+from smoke_runs import TRAINED
 
 from zoo.experiment import load_experiment
 from zoo.experiment.executors import CUDA_VISIBLE, ExecutorError, _Worker, create, gpu_of_worker, visible_gpus
@@ -99,7 +100,7 @@ def test_a_grid_schedules_on_a_custom_resource_and_an_impossible_request_is_one_
     experiment = load_experiment(tmp_path / "exp.toml")
     packed = create("ray", gpus_per_run=0.5, gpu_resource="fake_gpu")  # two runs share the one fake GPU
     results = run_grid(experiment, tmp_path / "runs", tmp_path / "records", executor=packed, live=False)
-    assert {status for status, _ in results.values()} == {"complete"}
+    assert {status for status, _ in results.values()} == {TRAINED}
     # a grid with something left to train (a recorded one starts no executor at all, so asks nothing of it)
     with pytest.raises(ExecutorError, match=r"each run asks for 2 fake_gpu, but the cluster has 1"):
         run_grid(experiment, tmp_path / "runs-2", tmp_path / "records-2", live=False,

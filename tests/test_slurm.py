@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from grid_files import TRAINING, ffn_plugin, tiny_experiment
-from smoke_runs import all_records, experiment_file, run
+from smoke_runs import TRAINED, all_records, experiment_file, run
 
 from zoo.cli import main
 from zoo.experiment import load_experiment
@@ -64,7 +64,7 @@ def stopping(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ZOO_TEST_DIR", str(folder))
         results = run_grid(load_experiment(path), folder / "runs", folder / "out" / "records", live=False)
-    assert {status for status, _ in results.values()} == {"complete"}
+    assert {status for status, _ in results.values()} == {TRAINED}
     calls = sum(Counter((folder / "forwards").read_text().split()).values())
     return path, _numbers(folder / "out" / "records"), calls
 
@@ -95,7 +95,7 @@ def test_a_grid_runs_as_slurm_jobs_to_the_local_executors_records(tmp_path, caps
     path = experiment_file(tmp_path)
     assert main(["run", str(path), "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--no-live",
                  *LOCAL]) == 0, capsys.readouterr().err
-    assert "4 complete" in capsys.readouterr().err
+    assert f"4 {TRAINED}" in capsys.readouterr().err
     run(path, tmp_path / "local")
     assert _numbers(tmp_path / "out" / "records") == _numbers(tmp_path / "local" / "records")
     logs = sorted((tmp_path / "runs" / ".slurm").glob("*_0_log.out"))  # one job a cell, each log naming its cell

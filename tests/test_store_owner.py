@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from grid_files import tiny_experiment
+from smoke_runs import TRAINED
 
 from zoo.cli import main
 from zoo.experiment import load_experiment, owner
@@ -94,7 +95,7 @@ def test_a_moved_experiment_file_takes_its_store_along(store_of_fx, tmp_path):
     moved = tmp_path / "experiments" / "renamed.toml"
     fx.rename(moved)
     results = run_grid(load_experiment(moved), runs, out / "records", live=False)
-    assert {status for status, _ in results.values()} == {"complete"}  # recorded: nothing retrained
+    assert {status for status, _ in results.values()} == {TRAINED}  # recorded: nothing retrained
     assert json.loads((out / "records" / owner.OWNER).read_text())["file"] == "../../../experiments/renamed.toml"
     assert not (out / "records" / STALE).exists()
 

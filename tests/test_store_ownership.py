@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import test_store_owner as owned
 from grid_files import tiny_experiment
+from smoke_runs import TRAINED
 from test_store_owner import refused, snapshot, write
 
 from zoo.cli import main
@@ -118,7 +119,7 @@ def test_a_runs_root_whose_owner_file_was_deleted_is_claimed_back_by_its_experim
         (out / "records" / "post-norm" / "copy" / "seed-0.json").unlink()
     before = stamps(runs)
     results = run_grid(load_experiment(fx), runs, out / "records", live=False)
-    assert {status for status, _ in results.values()} == {"complete"}
+    assert {status for status, _ in results.values()} == {TRAINED}
     assert owner.recorded_owner(runs) == {"experiment": "fx", "file": "../../experiments/fx.toml"}
     assert not (runs / STALE).exists()
     checkpoint = "post-norm/copy/seed-0/checkpoint.safetensors"
@@ -136,7 +137,7 @@ def test_its_own_runs_of_an_earlier_definition_are_known_by_its_records(store_of
     write(fx, name="fx", steps=6)
     owner.check_grid(load_experiment(fx), runs, out / "records")
     results = run_grid(load_experiment(fx), runs, out / "records", live=False)
-    assert {status for status, _ in results.values()} == {"complete"}
+    assert {status for status, _ in results.values()} == {TRAINED}
     assert owner.recorded_owner(runs)["experiment"] == "fx"
     assert (runs / STALE).is_dir()  # fx's own old checkpoint, moved aside as before
 
