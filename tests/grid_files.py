@@ -75,3 +75,30 @@ class Plugged(FeedForward):
 {body(init)}
     def forward(self, x):
 {body(forward)}'''
+
+
+def forgetting(folder):
+    """A function that forgets what loading and running plugins from `folder` left in this process since this call
+    (the plugins loaded, their modules and those imported from `folder`, the ffn entries they registered, the
+    folders they put on sys.path, the modules noted as plugins ran), as a new process would not have it."""
+    import sys
+
+    from zoo import plugins
+    from zoo.experiment import executed
+    from zoo.registry import registry
+
+    loaded, noted, ffns, path = dict(plugins._loaded), dict(executed._noted), set(registry.names("ffn")), list(sys.path)
+
+    def forget() -> None:
+        plugins._loaded.clear()
+        plugins._loaded.update(loaded)
+        executed._noted.clear()
+        executed._noted.update(noted)
+        for name, module in list(sys.modules.items()):
+            if name.startswith("zoo_plugin_") or (getattr(module, "__file__", None) or "").startswith(str(folder)):
+                del sys.modules[name]
+        for name in set(registry.names("ffn")) - ffns:
+            registry.unregister("ffn", name)
+        sys.path[:] = path
+
+    return forget

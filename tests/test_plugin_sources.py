@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 import pytest
-from grid_files import ffn_plugin, tiny_experiment
+from grid_files import ffn_plugin, forgetting, tiny_experiment
 from import_graph import graph
 
 from zoo import plugins
@@ -22,19 +22,7 @@ def new_process(tmp_path):
     """Forget what loading plugins from `tmp_path` left in this process (the plugins, their modules, the ffn
     entries they registered, the folders they put on sys.path), as a new process would not have it; called
     by the test between an edit and the next load, and at the end."""
-    loaded, ffns, path = dict(plugins._loaded), set(registry.names("ffn")), list(sys.path)
-
-    def forget() -> None:
-        plugins._loaded.clear()
-        plugins._loaded.update(loaded)
-        for name, module in list(sys.modules.items()):
-            origin = getattr(module, "__file__", None) or ""
-            if name.startswith("zoo_plugin_") or origin.startswith(str(tmp_path)):
-                del sys.modules[name]
-        for name in set(registry.names("ffn")) - ffns:
-            registry.unregister("ffn", name)
-        sys.path[:] = path
-
+    forget = forgetting(tmp_path)
     yield forget
     forget()
 

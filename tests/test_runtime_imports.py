@@ -5,17 +5,15 @@ stales the cell, naming the module, for `zoo run` and the report alike; an untou
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
-from grid_files import TRAINING, ffn_plugin, tiny_experiment
+from grid_files import TRAINING, ffn_plugin, forgetting, tiny_experiment
 
 from zoo import plugins
 from zoo.experiment import executed, load_experiment
 from zoo.experiment import record as records
 from zoo.experiment.grid import cells, states
 from zoo.experiment.runner import run_grid
-from zoo.registry import registry
 from zoo.report import load_records
 from zoo.rundir import RunError
 
@@ -29,20 +27,9 @@ TRAINING_ONLY = "if _training():\n    from runtime_helper import scale\n\n    re
 def new_process(tmp_path, monkeypatch):
     """Forget what running the grid left in this process (the plugins, the modules imported from `tmp_path`, the
     ffn entries registered, sys.path, the modules noted as plugins ran), as the next `zoo run` would not have it."""
-    ffns, path = set(registry.names("ffn")), list(sys.path)
     monkeypatch.setattr(plugins, "_loaded", {})
     monkeypatch.setattr(executed, "_noted", {})
-
-    def forget() -> None:
-        plugins._loaded.clear()
-        executed._noted.clear()
-        for name, module in list(sys.modules.items()):
-            if name.startswith("zoo_plugin_") or (getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
-                del sys.modules[name]
-        for name in set(registry.names("ffn")) - ffns:
-            registry.unregister("ffn", name)
-        sys.path[:] = path
-
+    forget = forgetting(tmp_path)
     yield forget
     forget()
 
