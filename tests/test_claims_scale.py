@@ -12,6 +12,7 @@ from claims import (
     ROOT,
     effect_text,
     experiment,
+    family_p,
     numbers,
     records,
     report,
@@ -558,3 +559,30 @@ def test_the_readme_quotes_the_runs_left_out_as_the_report_gives_them():
     minus = lambda text: text.replace("-", "−")  # noqa: E731
     said(REPORTS, f"no verdict changes (of {of}); rotary moves most ({first[1]} → {first[2]}), and removing label "
                   f"smoothing moves from {minus(smoothing[1])} to {minus(smoothing[2])}.")
+
+
+def test_powers_at_the_first_step_are_lower_bounds_and_where_the_family_rejected():
+    """The family's raw p-values adjusted again with scipy's Benjamini–Hochberg: its largest rejected raw p is
+    the one the sentence and the report's method line give, and the findings' powers at it are the ones quoted."""
+    from scipy.stats import false_discovery_control
+
+    from zoo.stats.power import power_at
+
+    said(REPORTS, "These powers are at the level one rejection needs in the report's family (α/16 = 0.0031, the "
+                  "first step of Benjamini–Hochberg), a lower bound: the family's rejections came at raw p up to "
+                  "0.0048, and at that level rotary's power for +0.2 is still 0%, and removing label smoothing's "
+                  "for −0.5 is 6% (5% at α/16).")
+    study = report("scale")
+    differences, _ = family_p(study)
+    raw = differences + [i.p_value for t in study.transfers for i in t.rows.values()]
+    assert len(raw) == study.family == 16
+    adjusted = false_discovery_control(raw)
+    rejected = max(p for p, a in zip(raw, adjusted) if a < 0.05)
+    first = 0.05 / 16
+    assert (f"{first:.4f}", f"{rejected:.4f}") == ("0.0031", "0.0048") and rejected > first
+    method = (ROOT / "reports" / "scale" / "report.md").read_text()
+    assert f"its rejections came at raw p up to {rejected:.2g}, against the first step's {first:.2g}" in method
+    powers = {variant: [power_at(_check(variant).untested.design, _check(variant).finding.effect, level)
+                        for level in (first, rejected)] for variant in ("rotary", "no-label-smoothing")}
+    assert [f"{p:.0%}" for p in powers["rotary"]] == ["0%", "0%"]
+    assert [f"{p:.0%}" for p in powers["no-label-smoothing"]] == ["5%", "6%"]

@@ -15,7 +15,10 @@ positive dependence; tests/test_inference.py measures both families' false-disco
 
 After the adjustment every comparison, the findings' included, states its 'detectable Δ', 'seeds for ±X' and
 power at the level one rejection needs in the differences family (alpha / its size: the first step of Holm and
-of Benjamini-Hochberg), and each instability test its detectable rise at its own family's level.
+of Benjamini-Hochberg), and each instability test its detectable rise at its own family's level. A raw p at or
+below that level is rejected by either procedure whatever the other tests give, so these powers are lower bounds;
+later steps reject at larger raw p (Holm alpha / (m - k + 1), Benjamini-Hochberg k alpha / m), and the report says
+the largest raw p its family rejected.
 """
 
 from __future__ import annotations
@@ -35,17 +38,19 @@ Placebo = tuple[str, str, str, Comparison | None]  # task, a, b, their compariso
 
 
 def adjust_verdicts(tasks: list[TaskAnalysis], checks: list[Check], placebos: list[Placebo],
-                    transfers: list[TransferAnalysis], settings: Analysis) -> tuple[int, int, list[Placebo]]:
+                    transfers: list[TransferAnalysis], settings: Analysis) -> tuple[int, int, float, list[Placebo]]:
     """Adjust the differences and equivalences families in place (tasks' comparisons, findings' tests,
-    transfer rows); returns the two families' sizes and the placebos with the adjusted comparisons they share."""
+    transfer rows); returns the two families' sizes, the largest raw p the differences family rejected (nan where
+    it rejected none), and the placebos with the adjusted comparisons they share."""
     method, alpha = settings.correction, settings.alpha
     family = _unique([c for analysis in tasks for c in analysis.comparisons.values()]
                      + [check.comparison for check in checks if check.comparison is not None])
     equivalences = [c for c in family if c.equivalence is not None and not math.isnan(c.equivalence.p_value)]
     interactions = [(t, variant) for t in transfers for variant in t.rows]
+    raw = [c.result.p_value for c in family] + [t.rows[v].p_value for t, v in interactions]
     differences_p, equivalences_p = verdict_families(
-        [c.result.p_value for c in family] + [t.rows[v].p_value for t, v in interactions],
-        [c.equivalence.p_value for c in equivalences] + [t.rows[v].tost_p for t, v in interactions], method)
+        raw, [c.equivalence.p_value for c in equivalences] + [t.rows[v].tost_p for t, v in interactions], method)
+    rejected_at = max((p for p, adjusted in zip(raw, differences_p) if adjusted < alpha), default=math.nan)
     settled = {id(c): replace(c, result=r)
                for c, r in zip(family, adjust([c.result for c in family], method, differences_p[:len(family)]))}
     for c, p in zip(equivalences, equivalences_p):
@@ -67,7 +72,7 @@ def adjust_verdicts(tasks: list[TaskAnalysis], checks: list[Check], placebos: li
             check.comparison = sized(settled[id(check.comparison)])
         if check.untested is not None:
             check.untested = sized(check.untested)
-    return *sizes, [(task, a, b, settled.get(id(c), c)) for task, a, b, c in placebos]
+    return *sizes, rejected_at, [(task, a, b, settled.get(id(c), c)) for task, a, b, c in placebos]
 
 
 def adjust_instability(tasks: list[TaskAnalysis], checks: list[Check], settings: Analysis) -> int:

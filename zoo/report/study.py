@@ -5,6 +5,7 @@ families (zoo/report/family.py). report.py only writes it; the CLI prints its ta
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +39,7 @@ class Report:
     transfers: list[TransferAnalysis] = field(default_factory=list)
     family: int = 0  # difference tests adjusted together (comparisons, findings, interactions)
     equivalence_family: int = 0  # equivalence tests (TOSTs) adjusted together
+    rejected_at: float = math.nan  # the largest raw p the differences family rejected (nan: none)
     failure_family: int = 0
     sequential: seq.SequentialState | None = None  # with [sequential]: the looks, what they decided, the calls
     # another experiment a transfer reads -> its analysis, made once: a report recomputed from other records
@@ -77,7 +79,7 @@ def analyse(experiment: Experiment, records_root: Path, records: Records | None 
     report.others = others
     report.transfers = [_transfer(experiment, transfer, own, Path(records_root), others)
                         for transfer in experiment.config.transfers]
-    report.family, report.equivalence_family, report.placebos = adjust_verdicts(
+    report.family, report.equivalence_family, report.rejected_at, report.placebos = adjust_verdicts(
         tasks, checks, _placebos(report), report.transfers, settings)
     report.failure_family = adjust_instability(tasks, checks, settings)
     if state is not None:

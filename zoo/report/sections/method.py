@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from zoo.report.study import Report
 from zoo.stats.aso import ASO_SEED
 from zoo.stats.power import POWER_SEED
@@ -118,8 +120,22 @@ def _power(report: Report) -> str:
         "unequal arms); 'no difference larger than X could be detected' is not evidence of no difference. Where X "
         "exceeds the metric's whole range, the design detects no difference the metric can show, and the report "
         "says so. 'seeds for ±X' (the task's target effect) and a finding's power for its published effect come "
-        "from the same model at the same level (a corpus metric's test-set variance does not shrink with seeds)."
+        "from the same model at the same level (a corpus metric's test-set variance does not shrink with seeds). "
+        + _later_steps(report)
     )
+
+
+def _later_steps(report: Report) -> str:
+    """Why the first step's level makes the powers lower bounds, and where this family's rejections fell."""
+    settings = report.experiment.config.analysis
+    steps = ("Holm rejects the k-th smallest of the m p-values at alpha / (m − k + 1) once the k − 1 before it "
+             "are rejected" if settings.correction == "holm" else
+             "Benjamini–Hochberg rejects every p up to the largest k-th smallest that is at most k · alpha / m")
+    level = settings.alpha / max(report.family, 1)
+    found = ("no test in it was rejected" if math.isnan(report.rejected_at) else
+             f"its rejections came at raw p up to {report.rejected_at:.2g}, against the first step's {level:.2g}")
+    return (f"A raw p at or below that level is rejected whatever the other tests give, so these powers are lower "
+            f"bounds, as later steps reject at larger raw p ({steps}); in this report's differences family {found}.")
 
 
 STEPS_AND_CURVES = (
