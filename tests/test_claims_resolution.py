@@ -12,6 +12,7 @@ from scipy import stats
 from zoo import metrics
 from zoo.data.multi30k import Multi30k
 from zoo.experiment import record as records
+from zoo.report import build_report, sequential
 from zoo.report.noise import median_share
 
 DOCS = ROOT / "docs" / "reading-reports.md"
@@ -91,21 +92,41 @@ def test_the_resolved_studys_state_is_its_records():
                   "comparison is better, worse or equivalent within ±0.5 BLEU, or has 30 seeds; declared before its "
                   "runs")
     said(README, "asks the ablations' question at the size the literature reports (±0.5 BLEU, on 3,071 test sentences, "
-                 "seeds added in rounds until each comparison is decided); its first round is training.")
+                 "seeds added in rounds until each comparison is decided); its second round is training.")
     config = experiment("resolved").config
     assert len(config.variants) == 14 and config.seeds == [0, 1, 2, 3, 4] and config.tasks[0].margin == 0.5
     assert (config.sequential.round_seeds, config.sequential.max_seeds) == (5, 30)
     assert config.tasks[0].options["test_sets"] == ["test", "test_2017_flickr", "test_2018_flickr"]
     folder = ROOT / "reports" / "resolved" / "records"
     made = [records.read(path) for path in sorted(folder.glob("*/*/seed-*.json"))]
-    assert {record.cell.seed for record in made} <= set(config.seeds)  # round 1 only
     assert all(record.status == "complete" and record.summary.device == "cpu" for record in made)
     assert all(sum(s.sentences for s in record.test_sets) == 3071 for record in made)
-    assert row[2].startswith(f"training: round 1 (seeds 0–4 of every arm), {len(made)} of 70 runs recorded, all on "
-                             "the CPU; no report yet")
-    assert not (ROOT / "reports" / "resolved" / "report.md").exists()
     first = min(record.provenance["finished"] for record in made)
     assert first > "2026-11-29T02:11"  # after the commit that declared the study (c2a3efc)
+    state = sequential.read(experiment("resolved"), folder)  # what the looks decided, from the records alone
+    (looks,) = state.tasks.values()
+    decided = [v for v, d in looks.decisions.items() if d.decided]
+    rounds = set(looks.rounds.values())
+    called = {(v, seed) for v, n in looks.rounds.items() for seed in state.seeds(n)}
+    recorded = {(record.cell.variant, record.cell.seed) for record in made}
+    assert recorded <= called  # no record of a seed the plan has not called
+    assert (len(looks.looks), len(looks.names), len(decided), rounds) == (1, 13, 0, {2})
+    assert row[2].startswith(
+        f"training: round 2 (seeds 5–9 of every arm): look {len(looks.looks)} of {state.plan.looks} (seeds 0–4, 5 an "
+        f"arm) decided none of the {len(looks.names)} comparisons, so round 2 is called for all {len(looks.rounds)} "
+        f"arms; {len(recorded)} of the {len(called)} runs called recorded, all on the CPU; an [interim "
+        "report](resolved/report.md)")
+
+
+def test_the_resolved_studys_interim_report_regenerates_from_its_records(tmp_path, monkeypatch, corpora):
+    """The committed report at the look its records have reached (its data's fingerprint checked, so it needs them)."""
+    monkeypatch.setenv("ZOO_DATA_DIR", str(corpora("multi30k")))
+    monkeypatch.chdir(tmp_path)  # from outside the repository: the report names files relative to it
+    report = ROOT / "reports" / "resolved"
+    path, _ = build_report(experiment("resolved"), report / "records", tmp_path,
+                           "zoo report experiments/resolved.toml")
+    committed = (report / "report.md").read_text().split("\n")
+    assert path.read_text().split("\n")[1:] == committed[1:], "regenerate it: zoo report experiments/resolved.toml"
 
 
 def test_the_sequential_benchmark_as_docs_experiments_quotes_it():
