@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from zoo.experiment import load_experiment
-from zoo.report import analyse
+from zoo.report import analyse, build_report
 from zoo.report.tables import verdict_class
 from zoo.stats.intervals import mean_half_width
 
@@ -199,3 +199,14 @@ def family_p(study) -> tuple[list, list]:
     equivalences = [c.equivalence.p_value for c in tests
                     if c.equivalence is not None and not np.isnan(c.equivalence.p_value)]
     return [c.result.p_value for c in tests], equivalences
+
+
+def regenerated_differs(name: str, folder: Path) -> list[str]:
+    """reports/NAME/report.md rebuilt into `folder` from its committed records with the command its header names:
+    the lines that differ from the committed report but the first (the date line), as (line number, new, old)."""
+    command = f"zoo report experiments/{name}.toml"
+    report = ROOT / "reports" / name
+    path, _ = build_report(load_experiment(ROOT / "experiments" / f"{name}.toml"), report / "records", folder, command)
+    new, old = path.read_text().split("\n"), (report / "report.md").read_text().split("\n")
+    return [f"{i}: {a!r} != {b!r}" for i, (a, b) in enumerate(zip(new, old)) if i and a != b] + (
+        [f"{len(new)} lines != {len(old)}"] if len(new) != len(old) else [])

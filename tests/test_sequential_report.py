@@ -14,6 +14,7 @@ prenorm's seeds 6-11, never called, score 20: read by mistake, they would turn i
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -149,6 +150,17 @@ def test_the_report_shows_the_looks_decisions_over_the_called_seeds_only(study):
     assert "**equivalent** within ±5 at look 3 (after round 3, 9 seeds an arm;" in said
     assert "undecided at the cap (12 seeds an arm); the target effect would need" in said
     assert "p (fixed-sample, every seed called; not the test)" in said
+
+
+def test_the_method_line_counts_no_rejection_the_looks_decided(study, tmp_path):
+    """The family holds the primary comparisons for its size only: prenorm's fixed-sample p over its 6 seeds is
+    below the family's first step, yet the looks decide it, so the method line names no rejection of the family."""
+    experiment, root, _ = study
+    report = analyse(experiment, root)
+    assert report.tasks[0].comparisons["prenorm"].result.p_value < 0.05 / report.family
+    assert math.isnan(report.rejected_at)  # nothing the family decides was rejected
+    text = " ".join(build_report(experiment, root, tmp_path, "zoo report seq.toml")[0].read_text().split())
+    assert "in this report's differences family no test it decides was rejected." in text
 
 
 def test_a_failed_cell_blocks_its_look_and_the_comparisons_stay_open(tmp_path):

@@ -24,6 +24,7 @@ the largest raw p its family rejected.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 from zoo.experiment.schema import Analysis
@@ -38,10 +39,13 @@ Placebo = tuple[str, str, str, Comparison | None]  # task, a, b, their compariso
 
 
 def adjust_verdicts(tasks: list[TaskAnalysis], checks: list[Check], placebos: list[Placebo],
-                    transfers: list[TransferAnalysis], settings: Analysis) -> tuple[int, int, float, list[Placebo]]:
+                    transfers: list[TransferAnalysis], settings: Analysis,
+                    decided_elsewhere: Callable[[Comparison], bool] | None = None,
+                    ) -> tuple[int, int, float, list[Placebo]]:
     """Adjust the differences and equivalences families in place (tasks' comparisons, findings' tests,
-    transfer rows); returns the two families' sizes, the largest raw p the differences family rejected (nan where
-    it rejected none), and the placebos with the adjusted comparisons they share."""
+    transfer rows); returns the two families' sizes, the largest raw p of a test the differences family rejected
+    and decides (nan where none), and the placebos with the adjusted comparisons they share. A comparison
+    `decided_elsewhere` (by a sequential design's looks) counts in the family's size but is no rejection of it."""
     method, alpha = settings.correction, settings.alpha
     family = _unique([c for analysis in tasks for c in analysis.comparisons.values()]
                      + [check.comparison for check in checks if check.comparison is not None])
@@ -50,7 +54,9 @@ def adjust_verdicts(tasks: list[TaskAnalysis], checks: list[Check], placebos: li
     raw = [c.result.p_value for c in family] + [t.rows[v].p_value for t, v in interactions]
     differences_p, equivalences_p = verdict_families(
         raw, [c.equivalence.p_value for c in equivalences] + [t.rows[v].tost_p for t, v in interactions], method)
-    rejected_at = max((p for p, adjusted in zip(raw, differences_p) if adjusted < alpha), default=math.nan)
+    decides = [decided_elsewhere is None or not decided_elsewhere(c) for c in family] + [True] * len(interactions)
+    rejected_at = max((p for p, adjusted, own in zip(raw, differences_p, decides) if own and adjusted < alpha),
+                      default=math.nan)
     settled = {id(c): replace(c, result=r)
                for c, r in zip(family, adjust([c.result for c in family], method, differences_p[:len(family)]))}
     for c, p in zip(equivalences, equivalences_p):

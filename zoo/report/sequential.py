@@ -188,16 +188,22 @@ def settle(comparison: Comparison, decision: Decision | None) -> Comparison:
                    sequential=decision)
 
 
+def decided_by_looks(state: SequentialState, baseline: str, c: Comparison) -> bool:
+    """Whether the looks, not the report's differences family, decide `c`: a primary comparison with the baseline
+    of a task the sequential plan covers."""
+    return (c.reference == baseline and c.task in state.tasks
+            and c.metric == state.tasks[c.task].task.primary_metric)
+
+
 def settle_report(report, state: SequentialState) -> None:
     """Every primary comparison with the baseline in `report` (the tasks', the findings' and the placebo pairs')
     decided as the looks decided it."""
     baseline = report.experiment.config.baseline_label
 
     def settled(c: Comparison | None) -> Comparison | None:
-        if c is None or c.reference != baseline or c.task not in state.tasks:
+        if c is None or not decided_by_looks(state, baseline, c):
             return c
-        looks = state.tasks[c.task]
-        return settle(c, looks.decisions.get(c.variant)) if c.metric == looks.task.primary_metric else c
+        return settle(c, state.tasks[c.task].decisions.get(c.variant))
 
     for analysis in report.tasks:
         analysis.comparisons = {variant: settled(c) for variant, c in analysis.comparisons.items()}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -79,8 +80,10 @@ def analyse(experiment: Experiment, records_root: Path, records: Records | None 
     report.others = others
     report.transfers = [_transfer(experiment, transfer, own, Path(records_root), others)
                         for transfer in experiment.config.transfers]
+    looks_decide = None if state is None else partial(
+        seq.decided_by_looks, state, experiment.config.baseline_label)
     report.family, report.equivalence_family, report.rejected_at, report.placebos = adjust_verdicts(
-        tasks, checks, _placebos(report), report.transfers, settings)
+        tasks, checks, _placebos(report), report.transfers, settings, looks_decide)
     report.failure_family = adjust_instability(tasks, checks, settings)
     if state is not None:
         report.sequential = state

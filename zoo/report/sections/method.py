@@ -132,7 +132,7 @@ def _later_steps(report: Report) -> str:
              "are rejected" if settings.correction == "holm" else
              "Benjamini–Hochberg rejects every p up to the largest k-th smallest that is at most k · alpha / m")
     level = settings.alpha / max(report.family, 1)
-    found = ("no test in it was rejected" if math.isnan(report.rejected_at) else
+    found = ("no test it decides was rejected" if math.isnan(report.rejected_at) else
              f"its rejections came at raw p up to {report.rejected_at:.2g}, against the first step's {level:.2g}")
     return (f"A raw p at or below that level is rejected whatever the other tests give, so these powers are lower "
             f"bounds, as later steps reject at larger raw p ({steps}); in this report's differences family {found}.")
