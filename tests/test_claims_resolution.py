@@ -150,3 +150,22 @@ def test_a_format_2_record_of_3071_sentences_is_a_fifth_of_format_1(tmp_path):
     as_format_1 = tmp_path / "seed-0.json"
     records.write(as_format_1, record.model_copy(update={"format": 1}))
     assert f"{path.stat().st_size / 1e6:.2f}" == "0.10" and f"{as_format_1.stat().st_size / 1e6:.2f}" == "0.46"
+
+
+def test_the_resolved_study_at_its_cap_adds_about_33_mb_to_a_clone():
+    """The issue's budget was 40 MB; git stores each file zlib-compressed (a pack's deltas only make it smaller), so
+    the mean record compressed, times the cap's 420 runs, bounds what a clone fetches."""
+    import zlib
+
+    said(ROOT / "docs" / "experiments.md", "Compressed as git stores them (zlib), the resolved study's records take "
+                                           "about 0.08 MB each, so even at its cap (30 seeds of 14 arms, 420 runs) "
+                                           "the study adds about 33 MB to a clone (43 MB checked out).")
+    config = experiment("resolved").config
+    cap = len(config.variants) * config.sequential.max_seeds
+    paths = sorted((ROOT / "reports" / "resolved" / "records").glob("*/*/seed-*.json"))
+    stored = [len(zlib.compress(path.read_bytes())) for path in paths]
+    checked_out = [path.stat().st_size for path in paths]
+    assert cap == 420 and len(paths) >= 70
+    assert f"{sum(stored) / len(stored) / 1e6:.2f}" == "0.08"
+    assert f"{cap * sum(stored) / len(stored) / 1e6:.0f}" == "33" and cap * max(stored) / 1e6 < 40
+    assert f"{cap * sum(checked_out) / len(checked_out) / 1e6:.0f}" == "43"
