@@ -201,6 +201,23 @@ def family_p(study) -> tuple[list, list]:
     return [c.result.p_value for c in tests], equivalences
 
 
+@lru_cache(maxsize=None)
+def sequential_state(name: str):
+    """A sequential study's looks and calls, from its committed records alone (zoo.report.sequential.read)."""
+    from zoo.report import sequential
+
+    return sequential.read(experiment(name), ROOT / "reports" / name / "records")
+
+
+ORDINALS = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth", 6: "sixth"}
+
+
+def training_round(name: str) -> str:
+    """The round a sequential study trains now, as a word: the last one called for any arm."""
+    (looks,) = sequential_state(name).tasks.values()
+    return ORDINALS[max(looks.rounds.values())]
+
+
 def regenerated_differs(name: str, folder: Path) -> list[str]:
     """reports/NAME/report.md rebuilt into `folder` from its committed records with the command its header names:
     the lines that differ from the committed report but the first (the date line), as (line number, new, old)."""

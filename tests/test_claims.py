@@ -46,6 +46,7 @@ from claims import (
     signed,
     table_after,
     task,
+    training_round,
     verdicts,
 )
 from scipy import stats as scipy_stats
@@ -170,7 +171,7 @@ def test_the_folders_table_counts_the_runs_and_where_they_trained():
     said(REPORTS, "as a placebo on the ablations' `reverse-long` baseline, 5 v 5 seeds, declared before its runs")
     assert results("fast-path").groupby("variant").seed.nunique().tolist() == [5, 5]
     assert "# Declared before any of its runs" in (ROOT / "experiments" / "fast-path.toml").read_text()
-    said(REPORTS, "Every study is finished but `resolved/`, whose second round is training "
+    said(REPORTS, f"Every study is finished but `resolved/`, whose {training_round('resolved')} round is training "
                   "(tests/test_claims_resolution.py), and the width study, declared and waiting for a GPU "
                   "(tests/test_width_declaration.py); the two budget pilots stopped at 13 of 15 and 6 of 10 runs, as "
                   "their headers declare (the table at the top).")

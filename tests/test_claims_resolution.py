@@ -6,14 +6,27 @@ from __future__ import annotations
 import re
 
 import pandas as pd
-from claims import README, REPORTS, ROOT, experiment, regenerated_differs, results, said, table_after, task
+from claims import (
+    README,
+    REPORTS,
+    ROOT,
+    experiment,
+    regenerated_differs,
+    results,
+    said,
+    sequential_state,
+    table_after,
+    task,
+    training_round,
+)
 from scipy import stats
 
 from zoo import metrics
 from zoo.data.multi30k import Multi30k
 from zoo.experiment import record as records
-from zoo.report import sequential
 from zoo.report.noise import median_share
+from zoo.stats import BETTER, WORSE
+from zoo.stats.stopping import EQUIVALENT
 
 DOCS = ROOT / "docs" / "reading-reports.md"
 
@@ -86,13 +99,38 @@ def test_the_pooling_rules_calibration_as_the_docs_quote_it():
     assert experiment("resolved").config.analysis.pool == "none"
 
 
+def state_while_training(state, recorded: int, called: int) -> str:
+    """What the folders table must say of a sequential study still training, for any look: the looks made, what
+    they decided (by verdict, each arm named), the round called and for whom, and the runs recorded."""
+    (looks,) = state.tasks.values()
+    made, comparisons, arms = len(looks.looks), len(looks.names), len(looks.rounds)
+    training = max(looks.rounds.values())
+    first, last = state.seeds(training)[-state.plan.round_seeds], state.seeds(training)[-1]
+    seeds = state.seeds(made)
+    still_open = looks.undecided()
+    which = "every arm" if len(still_open) == comparisons else "the open arms and the baseline"
+    span = f"look 1 of {state.plan.looks}" if made == 1 else f"looks 1–{made} of {state.plan.looks}"
+    decided = {kind: sorted(v for v, d in looks.decisions.items() if d.decided and d.kind == kind)
+               for kind in (BETTER, WORSE, EQUIVALENT)}
+    named = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in decided.items() if names)
+    count = sum(map(len, decided.values()))
+    outcome = (f"decided none of the {comparisons} comparisons" if not count
+               else f"decided {count} of the {comparisons} comparisons ({named})")
+    calls = (f"so round {training} is called for all {arms} arms" if len(still_open) == comparisons
+             else f"so round {training} is called for the {len(still_open)} still open and the baseline")
+    return (f"training: round {training} (seeds {first}–{last} of {which}): {span} (seeds {seeds[0]}–{seeds[-1]}, "
+            f"{len(seeds)} an arm) {outcome}, {calls}; {recorded} of the {called} runs called recorded, all on the "
+            "CPU; an [interim report](resolved/report.md)")
+
+
 def test_the_resolved_studys_state_is_its_records():
     row = next(cells for cells in table_after(REPORTS, "| folder | what it is | state |") if cells[0] == "`resolved/`")
     said(REPORTS, "on the 3,071 sentences of Multi30k's three flickr test sets, seeds in rounds of 5 until each "
                   "comparison is better, worse or equivalent within ±0.5 BLEU, or has 30 seeds; declared before its "
                   "runs")
     said(README, "asks the ablations' question at the size the literature reports (±0.5 BLEU, on 3,071 test sentences, "
-                 "seeds added in rounds until each comparison is decided); its second round is training.")
+                 f"seeds added in rounds until each comparison is decided); its {training_round('resolved')} round is "
+                 "training.")
     config = experiment("resolved").config
     assert len(config.variants) == 14 and config.seeds == [0, 1, 2, 3, 4] and config.tasks[0].margin == 0.5
     assert (config.sequential.round_seeds, config.sequential.max_seeds) == (5, 30)
@@ -103,19 +141,13 @@ def test_the_resolved_studys_state_is_its_records():
     assert all(sum(s.sentences for s in record.test_sets) == 3071 for record in made)
     first = min(record.provenance["finished"] for record in made)
     assert first > "2026-11-29T02:11"  # after the commit that declared the study (c2a3efc)
-    state = sequential.read(experiment("resolved"), folder)  # what the looks decided, from the records alone
+    state = sequential_state("resolved")  # what the looks decided, from the records alone
     (looks,) = state.tasks.values()
-    decided = [v for v, d in looks.decisions.items() if d.decided]
-    rounds = set(looks.rounds.values())
     called = {(v, seed) for v, n in looks.rounds.items() for seed in state.seeds(n)}
     recorded = {(record.cell.variant, record.cell.seed) for record in made}
     assert recorded <= called  # no record of a seed the plan has not called
-    assert (len(looks.looks), len(looks.names), len(decided), rounds) == (1, 13, 0, {2})
-    assert row[2].startswith(
-        f"training: round 2 (seeds 5–9 of every arm): look {len(looks.looks)} of {state.plan.looks} (seeds 0–4, 5 an "
-        f"arm) decided none of the {len(looks.names)} comparisons, so round 2 is called for all {len(looks.rounds)} "
-        f"arms; {len(recorded)} of the {len(called)} runs called recorded, all on the CPU; an [interim "
-        "report](resolved/report.md)")
+    assert not state.finished, "the study is complete: its row says so, with its verdicts"
+    assert row[2] == state_while_training(state, len(recorded), len(called))
 
 
 def test_the_resolved_studys_interim_report_regenerates_from_its_records(tmp_path, monkeypatch, corpora):
