@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from zoo.experiment import load_experiment
-from zoo.report import analyse, build_report
+from zoo.report import analyse, build_report, sequential
 from zoo.report.tables import verdict_class
 from zoo.stats.intervals import mean_half_width
 
@@ -204,8 +204,6 @@ def family_p(study) -> tuple[list, list]:
 @lru_cache(maxsize=None)
 def sequential_state(name: str):
     """A sequential study's looks and calls, from its committed records alone (zoo.report.sequential.read)."""
-    from zoo.report import sequential
-
     return sequential.read(experiment(name), ROOT / "reports" / name / "records")
 
 
