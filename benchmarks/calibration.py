@@ -37,7 +37,7 @@ from zoo.stats.family import benjamini_hochberg, holm
 from zoo.stats.pooled import equal_spreads, many_to_one
 from zoo.stats.sequential import SequentialPlan
 from zoo.stats.stopping import EQUIVALENT, Estimate, decide_ahead
-from zoo.stats.welch import welch_arrays
+from zoo.stats.welch import welch_statistics
 
 ALPHA = 0.05  # every study here declared zoo's default level
 POOL_ALPHA = 0.05  # experiments/resolved.toml: pool unless Brown-Forsythe rejects equal spreads at this level
@@ -76,7 +76,7 @@ def draw(rng: np.random.Generator, experiments: int, baseline_var: float, varian
 def welch_with_term(baseline: np.ndarray, variants: np.ndarray, terms: np.ndarray) -> tuple[np.ndarray, ...]:
     """compare_corpus's test at equal arms, vectorised: Welch's se over seeds with the term T added, Welch's df of
     the seed part, a two-sided t p (corpus.py: `variance = v_b + v_v + sentence_part`). Returns d, se, df, p."""
-    d, se, df, _, _ = welch_arrays(baseline[..., None, :], variants)
+    d, se, df, _ = welch_statistics(baseline[..., None, :], variants)
     se = np.sqrt(se ** 2 + terms)  # (E, m): the baseline (E, 1, n) broadcast against the variants (E, m, n)
     return d, se, df, 2 * scipy_stats.t.sf(np.abs(d) / se, df)
 

@@ -34,7 +34,7 @@ from scipy import stats as scipy_stats
 
 from zoo.stats.family import verdict_families
 from zoo.stats.transfer import interaction_arrays
-from zoo.stats.welch import welch_arrays
+from zoo.stats.welch import welch_statistics
 
 ALPHA, SEEDS, MARGIN, TERM, RHO, RUNS = 0.05, 5, 1.0, 0.1 ** 2, 0.5, 1500
 
@@ -108,7 +108,7 @@ def p_values(study: Study, scores: dict) -> tuple[np.ndarray, ...]:
     """(RUNS, tests) two-sided p, TOST p and estimate, and the true difference of every test in the family."""
     p, eq, estimate = [], [], []
     for task, variant, reference in study.comparisons:
-        d, se, df, _, _ = welch_arrays(scores[task, reference], scores[task, variant])
+        d, se, df, _ = welch_statistics(scores[task, reference], scores[task, variant])
         se = np.sqrt(se ** 2 + TERM)
         p.append(2 * scipy_stats.t.sf(np.abs(d) / se, df))
         eq.append(tost_p(d, se, df))

@@ -19,7 +19,7 @@ from zoo.stats.pooled import (
     many_to_one,
 )
 from zoo.stats.seeds import Difference
-from zoo.stats.welch import welch_arrays
+from zoo.stats.welch import welch_statistics
 
 # scipy.stats.dunnett's documented example (its reference [2], Table 1): two samples and a control
 SAMPLES = {"a": [3.8, 2.7, 4.0, 2.4], "b": [2.8, 3.4, 3.7, 2.2, 2.0]}
@@ -213,7 +213,7 @@ def simulate(experiments, effects, seed):
     baseline = rng.normal(0, math.sqrt(BASELINE_VARIANCE), (experiments, N))
     variants = (rng.normal(0, 1, (experiments, M, N)) * np.sqrt(VARIANCES)[:, None] + shift[:, None]
                 + rng.normal(0, 1, (experiments, M, 1)) * np.sqrt(TERMS)[:, None])
-    d, se, df, _, _ = welch_arrays(baseline[:, None, :], variants)  # Welch + the term, as corpus.py
+    d, se, df, _ = welch_statistics(baseline[:, None, :], variants)  # Welch + the term, as corpus.py
     welch = np.minimum(1, M * 2 * stats.t.sf(np.abs(d) / np.sqrt(se ** 2 + TERMS), df)) < 0.05
     pooled = np.zeros((experiments, M), bool)
     for e in range(experiments):

@@ -19,7 +19,7 @@ from scipy import stats as scipy_stats
 from zoo.stats import BETTER, WORSE
 from zoo.stats.sequential import SequentialPlan
 from zoo.stats.stopping import EQUIVALENT, Estimate, decide_ahead
-from zoo.stats.welch import welch_arrays
+from zoo.stats.welch import welch_statistics
 
 ALPHA, MARGIN, TERM_SD, M = 0.05, 0.5, 0.08, 13
 PLAN = SequentialPlan(alpha=ALPHA, round_seeds=5, max_seeds=30)
@@ -41,7 +41,7 @@ def looks(truth: np.ndarray, trials: int, seed: int) -> list[list[dict[str, Esti
     per_look = []
     for k in range(1, PLAN.looks + 1):
         n = PLAN.seeds_at(k)
-        d, se, df, _, _ = welch_arrays(baseline[..., :n], variants[..., :n])
+        d, se, df, _ = welch_statistics(baseline[..., :n], variants[..., :n])
         se = np.sqrt(se ** 2 + TERM_SD ** 2)
         per_look.append((d, se, df, 2 * scipy_stats.t.sf(np.abs(d) / se, df)))
     return [[{name: Estimate(*(float(x[t, i]) for x in look)) for i, name in enumerate(NAMES)} for look in per_look]

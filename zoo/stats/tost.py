@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from scipy import stats as scipy_stats
 
 from zoo.stats import ALPHA
-from zoo.stats.welch import MIN_SEEDS, clean, welch_arrays
+from zoo.stats.welch import MIN_SEEDS, clean, welch_statistics
 
 
 @dataclass(frozen=True)
@@ -56,5 +56,5 @@ def tost(baseline: Sequence[float], variant: Sequence[float], margin: float, alp
     if min(len(b), len(v)) < max(min_seeds, 2):
         difference = float(v.mean() - b.mean()) if len(b) and len(v) else math.nan
         return tost_from(difference, math.nan, math.nan, margin, alpha, len(b), len(v))
-    difference, se, df, _, _ = (float(x) for x in welch_arrays(b, v))
+    difference, se, df, _ = (float(x) for x in welch_statistics(b, v))
     return tost_from(difference, se, df, margin, alpha, len(b), len(v))

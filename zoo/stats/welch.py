@@ -45,11 +45,12 @@ def clean(values: Sequence[float]) -> np.ndarray:
     return data[~np.isnan(data)]
 
 
-def welch_arrays(baseline: np.ndarray, variant: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Welch's test along the last axis, vectorised over leading axes (many experiments at once).
+def welch_statistics(baseline: np.ndarray, variant: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Welch's statistics along the last axis, vectorised over leading axes (many experiments at once).
 
-    Returns (difference, se, df, t, p): variant − baseline, standard error, Welch–Satterthwaite df,
-    t = difference / se and the two-sided p (NaN where se = 0)."""
+    Returns (difference, se, df, t): variant − baseline, standard error, Welch–Satterthwaite df and
+    t = difference / se (NaN where se = 0). No p: where only t or the interval's parts are needed (every split
+    of a permutation check), the t distribution's tail is most of the cost."""
     n_b, n_v = baseline.shape[-1], variant.shape[-1]
     v_b, v_v = baseline.var(-1, ddof=1) / n_b, variant.var(-1, ddof=1) / n_v
     difference = variant.mean(-1) - baseline.mean(-1)
@@ -57,8 +58,13 @@ def welch_arrays(baseline: np.ndarray, variant: np.ndarray) -> tuple[np.ndarray,
         se = np.sqrt(v_b + v_v)
         df = (v_b + v_v) ** 2 / (v_b ** 2 / (n_b - 1) + v_v ** 2 / (n_v - 1))
         t = difference / se
-    p = 2 * scipy_stats.t.sf(np.abs(t), df)
-    return difference, se, df, t, p
+    return difference, se, df, t
+
+
+def welch_arrays(baseline: np.ndarray, variant: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Welch's test: `welch_statistics` and the two-sided p, as (difference, se, df, t, p)."""
+    difference, se, df, t = welch_statistics(baseline, variant)
+    return difference, se, df, t, 2 * scipy_stats.t.sf(np.abs(t), df)
 
 
 def splits(n_baseline: int, n_variant: int, seed: int = SEED) -> np.ndarray:
@@ -90,8 +96,8 @@ def permutation_p(baseline: np.ndarray, variant: np.ndarray, seed: int = SEED) -
     pooled = np.concatenate([baseline, variant], axis=-1)
     index = splits(n_b, variant.shape[-1], seed)
     shuffled = pooled[..., index]  # (..., P, n)
-    _, _, _, t, _ = welch_arrays(shuffled[..., :n_b], shuffled[..., n_b:])
-    observed = np.abs(welch_arrays(baseline, variant)[3])[..., None]
+    t = welch_statistics(shuffled[..., :n_b], shuffled[..., n_b:])[3]
+    observed = np.abs(welch_statistics(baseline, variant)[3])[..., None]
     t = np.nan_to_num(np.abs(t), nan=0.0, posinf=np.inf)  # a split with both halves one value: no evidence
     with np.errstate(invalid="ignore"):
         at_least = np.where(np.isinf(observed), np.inf, observed * (1 - 1e-12))  # rounding: ties count
