@@ -159,7 +159,10 @@ def test_cells_not_run_yet_are_summarised_per_task_and_their_verdicts_called_int
     note = ("5 of 30 cells of `copy` have no record yet, so these verdicts use the seeds trained so far and can "
             "change when the declared seeds are in")
     assert f"**Interim:** {note} (see Grid status)." in text  # above the verdicts
-    assert f" on `copy` (interim: {note}): " in text  # and on every finding checked there
+    findings = text.split("## Findings")[1].split("\n## ")[0]
+    assert findings.count(note) == 1 and f"**Interim** on `copy`: {note}." in findings  # once above the findings
+    checked_there = [line for line in findings.splitlines() if line.startswith("- ") and " on `copy`" in line]
+    assert checked_there and all(" on `copy` (interim): " in line for line in checked_there)
     assert "Interim" not in build_report(experiment, root, tmp_path / "whole", "zoo report fake")[0].read_text()
     record_path(copy, "warm", "copy", 4).unlink()
     assert "- `copy`: **6 of 30 cells not run yet** (no record): linear: seed 5; conv1d: seed 5; prenorm: seed 5; " \
