@@ -15,6 +15,7 @@ from claims import (
     results,
     said,
     sequential_state,
+    signed,
     table_after,
     task,
     training_round,
@@ -24,7 +25,9 @@ from scipy import stats
 from zoo import metrics
 from zoo.data.multi30k import Multi30k
 from zoo.experiment import record as records
+from zoo.report.decisions import words
 from zoo.report.noise import median_share
+from zoo.report.tables import verdict_class
 from zoo.stats import BETTER, WORSE
 from zoo.stats.stopping import EQUIVALENT
 
@@ -201,3 +204,78 @@ def test_the_resolved_study_at_its_cap_adds_about_33_mb_to_a_clone():
     assert f"{sum(stored) / len(stored) / 1e6:.2f}" == "0.08"
     assert f"{cap * sum(stored) / len(stored) / 1e6:.0f}" == "33" and cap * max(stored) / 1e6 < 40
     assert f"{cap * sum(checked_out) / len(checked_out) / 1e6:.0f}" == "43"
+
+
+# -- reports/README's section on the resolved study -------------------------------------------------------------
+SECTION = "**The ablations to ±0.5 BLEU**"
+RESOLVED_ROWS = {  # the section's row -> (variant, the findings (study, variant, effect) its published column quotes)
+    "rotary positions": ("rotary", [("scale", "rotary", 0.2)]),
+    "no embedding sharing (+105% parameters)": ("sharing-none", [("resolved", "sharing-none", None)]),
+    "source–target sharing (+52%)": ("sharing-src-tgt", []),
+    "SwiGLU": ("swiglu", [("ablations", "swiglu", 0.40)]),
+    "RMSNorm": ("rmsnorm", [("ablations", "rmsnorm", 0.2), ("ablations", "rmsnorm", 0.52)]),
+    "no label smoothing": ("no-label-smoothing", [("ablations", "no-label-smoothing", -0.5)]),
+    "Conv1d FFN (the placebo)": ("conv1d-ffn", [("resolved", "conv1d-ffn", None)]),
+    "the Annotated Transformer's LayerNorm": ("layernorm-annotated", []),
+    "QK-norm": ("qk-norm", []),
+    "pre-norm": ("pre-norm", [("ablations", "pre-norm", 0.27), ("scale", "pre-norm", -0.75)]),
+    "learned positions": ("learned-positions", [("ablations", "learned-positions", -0.1)]),
+    "PreNorm + ScaleNorm + FixNorm": ("prenorm-scalenorm-fixnorm", [("ablations", "prenorm-scalenorm-fixnorm", 1.1)]),
+    "no √d_model embedding scale": ("no-embedding-scale", []),
+}
+
+
+def _bold(word: str, text: str) -> str:
+    return text.replace(word, f"**{word}**", 1) if word in ("better", "worse", "equivalent") else text
+
+
+def resolved_cells(variant: str) -> list[str]:
+    """The section's columns after 'published' for one arm, as the records give them: the ablations' estimate (se)
+    and verdict at ±1, then this study's estimate (se) at the look that decided it (or the last look made), the
+    seeds an arm it had, and the looks' decision."""
+    ablation = task("ablations", "multi30k-de-en").comparisons[variant]
+    c = task("resolved", "multi30k-de-en").comparisons[variant]
+    d = c.sequential
+    return [_bold(verdict_class(ablation), f"{signed(ablation.result.difference)} ({ablation.result.se:.2f}), "
+                                           f"{verdict_class(ablation)}"),
+            f"{signed(d.estimate.difference)} ({d.estimate.se:.2f}), {d.seeds} seeds",
+            _bold(d.kind, words(c, short=True))]
+
+
+def test_the_resolved_section_quotes_the_findings_the_ablations_and_the_looks():
+    rows = table_after(REPORTS, SECTION)
+    assert [row[0] for row in rows] == list(RESOLVED_ROWS)
+    assert sorted(v for v, _ in RESOLVED_ROWS.values()) == sorted(task("resolved", "multi30k-de-en").comparisons)
+    text = REPORTS.read_text()
+    table = text[text.index(SECTION):].split("\n\n| |")[1].split("\n\n")[0]
+    for name, published, *cells in (row.strip("|").split(" | ") for row in table.splitlines()[2:]):
+        variant, findings = RESOLVED_ROWS[name.strip()]
+        assert [cell.strip() for cell in cells] == resolved_cells(variant), name
+        quoted = [float(n.replace("−", "-")) for n in re.findall(r"[+−]\d+\.\d+", published)]
+        assert quoted == [effect for *_, effect in findings if effect is not None], name
+        assert (published == "—") == (not findings), name
+        for study, finding_variant, published_effect in findings:  # as an experiment file declares it, with its source
+            declared = [f for f in experiment(study).config.findings if f.variant == finding_variant
+                        and f.metric in (None, "bleu") and f.effect == published_effect]
+            assert any(f.source.split(",")[0] in published for f in declared), name
+    said(REPORTS, f"{SECTION} ([`reports/resolved/`](resolved/report.md)): still training (the table at the top says "
+                  "which round).")
+    assert not sequential_state("resolved").finished, "the study is complete: its section says so, with its verdicts"
+    config = experiment("resolved").config
+    (de_en,) = [t for t in experiment("ablations").config.tasks if t.key == "multi30k-de-en"]
+    assert config.train["kernels"] == "fast" and de_en.margin == 1.0
+
+
+def test_the_resolved_sections_standard_errors_at_look_2():
+    said(REPORTS, "At look 2 (10 seeds an arm on 3,071 sentences) the standard errors of the 12 comparisons other "
+                  "than the √d scale's were 0.12–0.16 BLEU, about half the ablations' 0.22–0.34 (5 seeds on 1,000 "
+                  "sentences).")
+    state = sequential_state("resolved")
+    (looks,) = state.tasks.values()
+    at_2 = {v: e.se for v, e in looks.looks[1].items() if v != "no-embedding-scale"}
+    ablations = {v: c.result.se for v, c in task("ablations", "multi30k-de-en").comparisons.items()
+                 if v != "no-embedding-scale"}
+    assert len(at_2) == len(ablations) == 12 and state.seeds(2) == tuple(range(10))
+    assert (f"{min(at_2.values()):.2f}", f"{max(at_2.values()):.2f}") == ("0.12", "0.16")
+    assert (f"{min(ablations.values()):.2f}", f"{max(ablations.values()):.2f}") == ("0.22", "0.34")
+    assert 0.4 < pd.Series(at_2).median() / pd.Series(ablations).median() < 0.6
