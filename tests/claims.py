@@ -9,6 +9,7 @@ The analyses are cached per process: run the claims tests together (`pytest test
 from __future__ import annotations
 
 import json
+import math
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -159,6 +160,38 @@ def quotes(cell: str, *xs: float) -> bool:
     quoted = re.findall(NUMBER, cell)[:len(xs)]
     return len(quoted) == len(xs) and all(
         float(q.replace("−", "-")) == round(x, len(q.split(".")[1])) for q, x in zip(quoted, xs))
+
+
+PUBLISHED = {  # variant -> the findings (study, variant, effect) a table's "published" cell quotes for it, in order;
+    # effect None: the cell names the finding's source without a number
+    "rotary": [("scale", "rotary", 0.2)],
+    "sharing-none": [("resolved", "sharing-none", None)],
+    "sharing-src-tgt": [],
+    "swiglu": [("ablations", "swiglu", 0.40)],
+    "rmsnorm": [("ablations", "rmsnorm", None), ("ablations", "rmsnorm", 0.52)],
+    "no-label-smoothing": [("ablations", "no-label-smoothing", -0.5)],
+    "conv1d-ffn": [("resolved", "conv1d-ffn", None)],
+    "layernorm-annotated": [],
+    "qk-norm": [],
+    "pre-norm": [("ablations", "pre-norm", 0.27), ("scale", "pre-norm", -0.75)],
+    "learned-positions": [("ablations", "learned-positions", -0.1)],
+    "prenorm-scalenorm-fixnorm": [("ablations", "prenorm-scalenorm-fixnorm", 1.1)],
+    "no-embedding-scale": [],
+}
+
+
+def check_published(cell: str, variant: str) -> None:
+    """A "published" cell quotes the findings of PUBLISHED[variant]: each signed number one finding's effect, in
+    order, each finding as an experiment file declares it, with its source (authors, year) named in the cell; "—"
+    where there is none."""
+    findings = PUBLISHED[variant]
+    quoted = [float(n.replace("−", "-")) for n in re.findall(r"[+−]\d+\.\d+", cell)]
+    assert quoted == [effect for *_, effect in findings if effect is not None], variant
+    assert (cell == "—") == (not findings), variant
+    for study, finding_variant, effect in findings:
+        declared = [f for f in experiment(study).config.findings if f.variant == finding_variant
+                    and (effect is None or (f.effect is not None and math.isclose(f.effect, effect)))]
+        assert any(f.source.split(",")[0] in cell for f in declared), variant
 
 
 def check_row(c, effect_cell: str, verdict_cell: str) -> None:
