@@ -304,3 +304,13 @@ def test_the_power_models_draws_are_each_arm_sizes_own_draw(arms):
     _draws(100, 100)  # grows the stream first, as a seeds_at search does
     sliced = _draws(*arms)
     assert all(np.array_equal(a, b) for a, b in zip(alone, sliced))
+
+
+def test_constant_arms_off_binary_fractions_are_still_constant():
+    """29.3 has no exact binary form, so a constant arm's computed variance is rounding, not spread, and how big
+    depends on how the sums were taken (a batch sums otherwise than one row): two arms of it are no evidence (p 1,
+    where the copying implementation gave 0 in a batch) and against 29.4 they separate as cleanly as 60 against 80."""
+    spread_b, spread_v = np.arange(10.0), np.arange(15.0) + 0.5
+    p = permutation_p(np.stack([spread_b, np.full(10, 29.3)]), np.stack([spread_v, np.full(15, 29.3)]))
+    assert p[1] == 1.0 and p[0] == pytest.approx(permutation_p(spread_b, spread_v))
+    assert permutation_p(np.array([0.1] * 3), np.array([0.2] * 4)) == pytest.approx(1 / 35)

@@ -91,14 +91,40 @@ def permutation_p(baseline: np.ndarray, variant: np.ndarray, seed: int = SEED) -
     """Two-sided permutation p of Welch's |t|, vectorised over leading axes: the share of splits of
     the pooled seeds whose |t| is at least the observed one (the observed split counts, so p > 0). Arms
     that are each constant give an infinite |t|, which only splits as cleanly separated match; two
-    constant arms of one value give no evidence (p 1)."""
-    n_b = baseline.shape[-1]
-    pooled = np.concatenate([baseline, variant], axis=-1)
-    index = splits(n_b, variant.shape[-1], seed)
-    shuffled = pooled[..., index]  # (..., P, n)
-    t = welch_statistics(shuffled[..., :n_b], shuffled[..., n_b:])[3]
-    observed = np.abs(welch_statistics(baseline, variant)[3])[..., None]
-    t = np.nan_to_num(np.abs(t), nan=0.0, posinf=np.inf)  # a split with both halves one value: no evidence
+    constant arms of one value give no evidence (p 1). Every split's t comes from `_split_t`: a product
+    with the splits' membership matrix, not a copy of the pooled seeds per split."""
+    index = splits(baseline.shape[-1], variant.shape[-1], seed)  # (P, n): row 0 is the observed split
+    t = np.abs(_split_t(np.concatenate([baseline, variant], axis=-1), index, baseline.shape[-1]))  # (..., P)
+    observed = t[..., :1]
+    t = np.nan_to_num(t, nan=0.0, posinf=np.inf)  # a split with both halves one value: no evidence
     with np.errstate(invalid="ignore"):
         at_least = np.where(np.isinf(observed), np.inf, observed * (1 - 1e-12))  # rounding: ties count
     return np.where(np.isnan(observed[..., 0]), 1.0, np.mean(t >= at_least, axis=-1))
+
+
+def _split_t(pooled: np.ndarray, index: np.ndarray, n_baseline: int) -> np.ndarray:
+    """Welch's t for each split of `pooled` (..., n) that `index` (P, n) lists (its first n_baseline columns are
+    the baseline), as (..., P), from each half's sum and sum of squares: two matrix products with the splits'
+    0/1 membership, where gathering every split's seeds held P copies of them (the cost of a report's power
+    checks). Centring first keeps the sums of squares to rounding; a within-arm sum of squares or a difference
+    at rounding's size (1e-12 of the seeds' own) is taken as 0, so constant arms are constant, as `welch_statistics`
+    finds them."""
+    n = pooled.shape[-1]
+    n_variant = n - n_baseline
+    scale = (pooled ** 2).sum(-1, keepdims=True) * 1e-12  # (..., 1): rounding's size in sums of squares
+    centred = pooled - pooled.mean(-1, keepdims=True)  # Welch's t is unchanged by a shift
+    member = np.zeros(index.shape)
+    np.put_along_axis(member, index[:, :n_baseline], 1.0, axis=1)  # (P, n): 1 where a seed is in the baseline
+    squares = centred ** 2
+    sum_b, squares_b = centred @ member.T, squares @ member.T  # (..., P)
+    sum_v, squares_v = centred.sum(-1, keepdims=True) - sum_b, squares.sum(-1, keepdims=True) - squares_b
+
+    def variance_of_mean(total: np.ndarray, squares_: np.ndarray, size: int) -> np.ndarray:
+        within = squares_ - total ** 2 / size  # the arm's sum of squared deviations
+        return np.where(within > scale, within, 0.0) / (size - 1) / size
+
+    difference = sum_v / n_variant - sum_b / n_baseline
+    difference = np.where(difference ** 2 * n > scale, difference, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return difference / np.sqrt(variance_of_mean(sum_b, squares_b, n_baseline)
+                                    + variance_of_mean(sum_v, squares_v, n_variant))
