@@ -9,11 +9,13 @@ import json
 import shutil
 
 import pytest
-from fake_study import fabricate
+from fake_study import SENTENCES, fabricate
 
+from zoo.experiment.record import write as write_record
 from zoo.report import analyse, build_report
 from zoo.report import left_out as lo
 from zoo.report.collect import ReportError, record_path
+from zoo.report.growth import fabricated
 from zoo.report.report import sections
 from zoo.report.sections.left_out import LeftOutRuns
 
@@ -101,6 +103,26 @@ def test_each_rule_gets_its_own_line_and_a_seed_not_run_is_added_to_its_arm(stud
     assert "- with every left-out record (2 records): " in section
     assert "- with the 1 record rule `retrained` left out: " in section
     assert "- with the 1 record rule `gpu-call` left out: " in section
+
+
+@pytest.mark.parametrize("spec_of", ["prenorm", "linear"])
+def test_a_recomputed_report_checks_its_pairs_again_only_where_a_spec_changed(study, spec_of):
+    """The equivalence matrix is a function of the specs (with where each was read and the size its run counted):
+    a left-out record of prenorm's seed 0 in place of the kept one leaves them as they were, so no pair is checked
+    again; one whose spec is linear's makes prenorm linear's function, which the recomputed matrix says."""
+    experiment, records, folder = study
+    shutil.rmtree(folder / "warm")
+    record = fabricated(experiment, "prenorm", 0, 90.0, label="prenorm", sentences=SENTENCES)
+    record.spec = experiment.specs[spec_of].model_dump(mode="json")
+    write_record(record_path(folder, "prenorm", "copy", 0), record)
+    (folder / "reasons.toml").write_text(REASONS.split("[[runs]]")[0] + '[[runs]]\ncell = "prenorm/copy/seed-0"\n'
+                                         'rule = "retrained"\n')
+    report = analyse(experiment, records)
+    again = lo.substituted(report, lo.read(experiment, records).recorded)
+    assert again.analyst.values(again.tasks[0].task, "prenorm", "exact_match")[0] == 90.0
+    assert (again.matrix is report.matrix) == (spec_of == "prenorm")
+    assert again.matrix.equivalent("prenorm", "linear") == (spec_of == "linear")
+    assert not report.matrix.equivalent("prenorm", "linear")
 
 
 def test_no_left_out_folder_no_section(report, tmp_path):

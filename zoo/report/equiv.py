@@ -25,6 +25,7 @@ a difference between the two is never erased.
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass, field
 
 import torch
@@ -54,6 +55,7 @@ class Matrix:
     notes: list[str] = field(default_factory=list)
     # label -> what training sees beyond the function: its TrainConfig overrides, its spec's init and dropout fields
     training: dict[str, dict] = field(default_factory=dict)
+    made_from: str = ""  # what the matrix is a function of (`_made_from`): equal ones are the same matrix
 
     def equivalent(self, a: str, b: str) -> bool:
         return a == b or self.verdicts[(a, b)].equivalent
@@ -157,22 +159,31 @@ def _pair(a: ModelSpec, b: ModelSpec, recorded: dict[str, int]) -> tuple[ModelSp
     return *small, "; ".join(note)
 
 
-def equivalence_matrix(experiment: Experiment, records: Records, seed: int = 0) -> Matrix:
+def equivalence_matrix(experiment: Experiment, records: Records, seed: int = 0, known: Matrix | None = None) -> Matrix:
     """Every ordered pair checked on one CPU thread: the (shrunk) models are too small to gain from more,
-    and on a busy machine (runs training beside the report) spinning OpenMP threads made each op 100x slower."""
+    and on a busy machine (runs training beside the report) spinning OpenMP threads made each op 100x slower.
+    `known`, a matrix made before, is the answer when it was made from the same specs, sources and training: a
+    report recomputed with other records of the same variants (zoo/report/left_out.py) checks no pair again."""
+    labels = [v.label for v in experiment.config.variants]
+    specs = {label: run_spec(experiment, records, label) for label in labels}
+    training = {v.label: {**dict(v.train), **training_fields(specs[v.label][0])} for v in experiment.config.variants}
+    made_from = json.dumps([[label, spec.model_dump_json(), source, counted, training[label]]
+                            for label, (spec, source, counted) in specs.items()] + [seed], default=str)
+    if known is not None and known.made_from == made_from:
+        return known
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _matrix(experiment, records, seed)
+        return _matrix(specs, training, made_from, seed)
     finally:
         torch.set_num_threads(threads)
 
 
-def _matrix(experiment: Experiment, records: Records, seed: int) -> Matrix:
-    labels = [v.label for v in experiment.config.variants]
-    specs = {label: run_spec(experiment, records, label) for label in labels}
-    training = {v.label: {**dict(v.train), **training_fields(specs[v.label][0])} for v in experiment.config.variants}
-    matrix = Matrix(labels, {}, {label: source for label, (_, source, _) in specs.items()}, training=training)
+def _matrix(specs: dict[str, tuple[ModelSpec, str, int | None]], training: dict[str, dict], made_from: str,
+            seed: int) -> Matrix:
+    labels = list(specs)
+    matrix = Matrix(labels, {}, {label: source for label, (_, source, _) in specs.items()}, training=training,
+                    made_from=made_from)
     recorded = {spec.model_dump_json(): counted for spec, _, counted in specs.values() if counted}
     pairs = {(a, b): _pair(specs[a][0], specs[b][0], recorded) for a in labels for b in labels if a != b}
     checked = [f"{a} vs {b}" for i, a in enumerate(labels) for b in labels[i + 1:]]

@@ -219,7 +219,7 @@ def substituted(report: Report, runs: list[Run]) -> Report:
             calls[(run.variant, run.task)] = tuple(sorted([*seeds, run.seed]))
     if calls != experiment.calls:
         experiment = experiment.with_calls(calls)
-    return analyse(experiment, kept.root, records=records, others=report.others)
+    return analyse(experiment, kept.root, records=records, others=report.others, matrix=report.matrix)
 
 
 def verdicts(report: Report) -> dict[str, str]:

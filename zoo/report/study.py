@@ -49,11 +49,12 @@ class Report:
 
 
 def analyse(experiment: Experiment, records_root: Path, records: Records | None = None,
-            others: dict[str, Report] | None = None) -> Report:
+            others: dict[str, Report] | None = None, matrix: Matrix | None = None) -> Report:
     """The experiment's analysis from its records, every verdict settled on adjusted p-values; with [sequential],
     over the seeds each arm was called for, and its primary verdicts the looks' decisions (zoo/report/sequential.py).
     `records` in place of those in `records_root` (the same analysis of other records: zoo/report/left_out.py), and
-    `others`, the analyses of other experiments a transfer reads, where they are made already."""
+    `others`, the analyses of other experiments a transfer reads, where they are made already, and `matrix`, an
+    equivalence matrix made already, used where it was made from the same specs."""
     state = None
     if experiment.config.sequential is not None:
         if records is not None:
@@ -71,7 +72,7 @@ def analyse(experiment: Experiment, records_root: Path, records: Records | None 
         pool(analysis, experiment.config.analysis)  # before the findings, which share its comparisons
         arms = [label for label in analyst.labels if label not in analysis.collapsed]
         analysis.noise = arm_noise(analyst, analysis.task, arms, experiment.config.analysis.alpha)
-    matrix = equivalence_matrix(experiment, records)
+    matrix = equivalence_matrix(experiment, records, known=matrix)
     checks = fnd.check(experiment, analyst, matrix, tasks)
     report = Report(experiment, frame, analyst, tasks, matrix, checks)
     settings = experiment.config.analysis
