@@ -32,7 +32,7 @@ def test_presets_load_from_an_installed_copy(tmp_path):
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-q",
                     "--target", str(target), str(ROOT)], check=True)
-    code = ("import zoo, sys; from zoo.experiment.record import zoo_commit; "
+    code = ("import zoo, sys; from zoo.experiment.provenance import zoo_commit; "
             "assert zoo.__file__.startswith(sys.argv[1]), zoo.__file__; "
             "print(len(zoo.preset_names()), zoo.load_spec('writeup-001').name, zoo_commit())")
     result = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True, text=True,

@@ -11,7 +11,8 @@ from smoke_runs import ROOT, TRAINED, all_records, comparable, experiment_file, 
 
 from zoo import rundir
 from zoo.atomic import TEMP_SUFFIX
-from zoo.experiment import ExperimentError, load_experiment, store
+from zoo.experiment import ExperimentError, load_experiment, runner, store
+from zoo.experiment import provenance as made_where
 from zoo.experiment import record as records
 from zoo.experiment.cell import execute
 from zoo.experiment.grid import cells
@@ -31,7 +32,7 @@ def test_definition_names_what_decides_the_numbers(tmp_path):
 
 
 def test_provenance_names_what_decides_the_floats_besides_the_definition():
-    made_on = records.provenance(concurrent=2)
+    made_on = made_where.provenance(concurrent=2)
     assert made_on["torch"] == torch.__version__ and made_on["concurrent_runs"] == 2
     assert made_on["cpu_capability"] == torch.backends.cpu.get_cpu_capability()  # e.g. AVX2, AVX512
 
@@ -39,7 +40,7 @@ def test_provenance_names_what_decides_the_floats_besides_the_definition():
 def test_records_name_the_commit_their_grid_started_from(tmp_path, monkeypatch):
     """Workers load the code once: a commit made while a grid runs is not what it runs."""
     commits = iter(["c0ffee000001", "c0ffee000002"])
-    monkeypatch.setattr(records, "zoo_commit", lambda: next(commits))
+    monkeypatch.setattr(runner, "zoo_commit", lambda: next(commits))
     run(experiment_file(tmp_path), tmp_path)
     made = {json.loads(p.read_text())["provenance"]["commit"] for p in (tmp_path / "records").rglob("seed-*.json")}
     assert made == {"c0ffee000001"}
@@ -227,7 +228,7 @@ def test_temporary_files_of_killed_writes_are_removed_on_the_next_start(tmp_path
 
 def test_a_changed_report_does_not_make_the_code_dirty():
     """Writing a report into a checkout (tracked reports/ files change) must not mark its code '+dirty'."""
-    from zoo.experiment.record import zoo_commit
+    from zoo.experiment.provenance import zoo_commit
 
     before = zoo_commit()
     if before == "unknown" or before.endswith("+dirty"):
@@ -242,13 +243,11 @@ def test_a_changed_report_does_not_make_the_code_dirty():
 
 
 def test_code_copied_without_its_git_folder_records_the_commit_it_declares(monkeypatch):
-    from zoo.experiment import record
-
-    monkeypatch.setenv(record.COMMIT_ENV, "0123456789ab")
-    assert record.zoo_commit() == "0123456789ab"
-    assert record.provenance(concurrent=3)["commit"] == "0123456789ab"
-    monkeypatch.setenv(record.COMMIT_ENV, "")  # set but empty: looked up as usual
-    assert record.zoo_commit() != ""
+    monkeypatch.setenv(made_where.COMMIT_ENV, "0123456789ab")
+    assert made_where.zoo_commit() == "0123456789ab"
+    assert made_where.provenance(concurrent=3)["commit"] == "0123456789ab"
+    monkeypatch.setenv(made_where.COMMIT_ENV, "")  # set but empty: looked up as usual
+    assert made_where.zoo_commit() != ""
 
 
 def test_a_complete_record_survives_an_experiment_file_broken_while_the_grid_runs(tmp_path, monkeypatch):

@@ -308,7 +308,7 @@ class _Version(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         import torch
 
-        from zoo.experiment.record import zoo_commit
+        from zoo.experiment.provenance import zoo_commit
 
         build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU"
         print(f"zoo {__version__} ({zoo_commit()}), torch {torch.__version__} ({build} build)")

@@ -24,10 +24,10 @@ from rich.markup import escape
 from rich.padding import Padding
 
 from zoo.experiment import executed, executors, owner, store
-from zoo.experiment import record as records
 from zoo.experiment.executors import Executor, Results
 from zoo.experiment.grid import WHOLE, Cell, Part, cells, read_record, reusable, states
 from zoo.experiment.outcome import outcome
+from zoo.experiment.provenance import zoo_commit
 from zoo.experiment.schema import TaskEntry
 from zoo.experiment.view import GridLog, GridView, held_digest
 from zoo.testing import preflight
@@ -43,7 +43,7 @@ def run_grid(experiment, runs_root: Path, records_root: Path, *, executor: str |
     executors.refuse_in_a_workers_import()
     runner = executor if isinstance(executor, Executor) else executors.create(executor, **options)
     grid = cells(experiment, runs_root, records_root, concurrent=max(runner.concurrent, 1),
-                 commit=records.zoo_commit(), part=part)
+                 commit=zoo_commit(), part=part)
     with executed.watching():  # a helper a plugin's component imports as it runs, first here, is the cells' too
         preflight(experiment, [cell.variant for cell in grid])  # a plugin's broken component stops it here
     owner.claim_grid(experiment, runs_root, records_root)

@@ -53,7 +53,7 @@ def build_report(experiment: Experiment, records_root: Path, out_dir: Path, comm
     out_dir.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out_dir / "results.csv", report.frame.to_csv(index=False))
     config = experiment.config
-    from zoo.experiment.record import zoo_commit
+    from zoo.experiment.provenance import zoo_commit
     from zoo.machine import cpu_model
     from zoo.version import __version__
 
