@@ -144,7 +144,7 @@ def test_an_error_message_is_printed_verbatim(capsys, monkeypatch):
     def refuse(*_):
         raise ZooError("executor: 'ray' needs the ray extra: " + install_hint("ray"))
 
-    monkeypatch.setattr("zoo.cli.load_spec", refuse)
+    monkeypatch.setattr("zoo.cli.listing.load_spec", refuse)
     code, _, err = run(capsys, "show", "paper-base")
     assert code == 2 and "pip install 'ray>=" in err and "'.[ray]' in zoo's clone" in err
 
