@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from smoke_runs import ENV, TRAIN, experiment_file
 
-import zoo.cli
+import zoo.cli.listing
 from zoo import rundir
 from zoo.atomic import TEMP_SUFFIX
 from zoo.cli import main
@@ -127,7 +127,7 @@ def test_an_os_error_that_ends_a_command_is_one_line(capsys, monkeypatch, error,
     def fail(args):
         raise error
 
-    monkeypatch.setattr(zoo.cli, "cmd_schema", fail)
+    monkeypatch.setattr(zoo.cli.listing, "cmd_schema", fail)
     assert one_line(capsys, "schema") == (2, line)
 
 
@@ -135,7 +135,7 @@ def test_a_programming_error_is_not_swallowed(monkeypatch):
     def fail(args):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(zoo.cli, "cmd_schema", fail)
+    monkeypatch.setattr(zoo.cli.listing, "cmd_schema", fail)
     with pytest.raises(RuntimeError, match="a bug"):
         main(["schema"])
 
@@ -250,7 +250,7 @@ def test_sigterm_and_sighup_handlers_are_restored_and_an_ignored_one_stays_ignor
             seen.update(term=signal.getsignal(signal.SIGTERM), hup=signal.getsignal(signal.SIGHUP))
             return 0
 
-        monkeypatch.setattr(zoo.cli, "cmd_schema", look)
+        monkeypatch.setattr(zoo.cli.listing, "cmd_schema", look)
         assert main(["schema"]) == 0
         assert seen == {"term": terminate, "hup": signal.SIG_IGN}
         assert signal.getsignal(signal.SIGTERM) is before
@@ -267,7 +267,7 @@ def test_a_sigterm_in_process_is_one_line_and_exit_143(capsys, monkeypatch):
     def unhandled(signum, frame):  # what the test suite does with a SIGTERM zoo leaves alone: not die
         raise AssertionError("zoo did not handle SIGTERM")
 
-    monkeypatch.setattr(zoo.cli, "cmd_schema", terminated)
+    monkeypatch.setattr(zoo.cli.listing, "cmd_schema", terminated)
     previous = signal.signal(signal.SIGTERM, unhandled)
     try:
         assert one_line(capsys, "schema") == (143, "zoo: terminated (SIGTERM)")
