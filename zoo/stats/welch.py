@@ -107,8 +107,8 @@ def _split_t(pooled: np.ndarray, index: np.ndarray, n_baseline: int) -> np.ndarr
     the baseline), as (..., P), from each half's sum and sum of squares: two matrix products with the splits'
     0/1 membership, where gathering every split's seeds held P copies of them (the cost of a report's power
     checks). Centring first keeps the sums of squares to rounding; a within-arm sum of squares or a difference
-    at rounding's size (1e-12 of the seeds' own) is taken as 0, so constant arms are constant, as `welch_statistics`
-    finds them."""
+    at rounding's size (1e-12 of the seeds' own) is taken as 0, so an arm of one value has no spread even where that
+    value has no exact binary form (np.var of a batch of 29.3s is not 0)."""
     n = pooled.shape[-1]
     n_variant = n - n_baseline
     scale = (pooled ** 2).sum(-1, keepdims=True) * 1e-12  # (..., 1): rounding's size in sums of squares
@@ -119,8 +119,8 @@ def _split_t(pooled: np.ndarray, index: np.ndarray, n_baseline: int) -> np.ndarr
     sum_b, squares_b = centred @ member.T, squares @ member.T  # (..., P)
     sum_v, squares_v = centred.sum(-1, keepdims=True) - sum_b, squares.sum(-1, keepdims=True) - squares_b
 
-    def variance_of_mean(total: np.ndarray, squares_: np.ndarray, size: int) -> np.ndarray:
-        within = squares_ - total ** 2 / size  # the arm's sum of squared deviations
+    def variance_of_mean(total: np.ndarray, sum_of_squares: np.ndarray, size: int) -> np.ndarray:
+        within = sum_of_squares - total ** 2 / size  # the arm's sum of squared deviations
         return np.where(within > scale, within, 0.0) / (size - 1) / size
 
     difference = sum_v / n_variant - sum_b / n_baseline
