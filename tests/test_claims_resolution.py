@@ -7,6 +7,7 @@ import re
 
 import pandas as pd
 from claims import (
+    PUBLISHED,
     README,
     REPORTS,
     ROOT,
@@ -274,3 +275,27 @@ def test_the_resolved_sections_standard_errors_at_look_2():
     assert (f"{min(at_2.values()):.2f}", f"{max(at_2.values()):.2f}") == ("0.12", "0.16")
     assert (f"{min(ablations.values()):.2f}", f"{max(ablations.values()):.2f}") == ("0.22", "0.34")
     assert 0.4 < pd.Series(at_2).median() / pd.Series(ablations).median() < 0.6
+
+
+def test_the_resolved_sections_decisions_at_look_3():
+    """What look 3 decided against the ablations' ±1 verdicts, from the looks' decisions (the rule: the sequential
+    Holm procedure and the TOST at the spent levels, zoo/stats/stopping.py)."""
+    said(REPORTS, "At look 3 the looks decided two comparisons the ablations left undecided at ±1: source–target "
+                  "sharing is better (+1.09, se 0.13), and PreNorm + ScaleNorm + FixNorm worse (−0.82, se 0.13), the "
+                  "other way from its published +1.10.")
+    said(REPORTS, "None of the 7 the ablations called equivalent within ±1, the placebo among them, is decided yet: at "
+                  "look 3 an equivalence within ±0.5 needed its TOST p below 4.3e-05, and their standard errors were "
+                  "0.10–0.13 BLEU.")
+    ablations = task("ablations", "multi30k-de-en").comparisons
+    decided = {v: c.sequential for v, c in task("resolved", "multi30k-de-en").comparisons.items()}
+    at_3 = {v: (d.kind, signed(d.estimate.difference), f"{d.estimate.se:.2f}") for v, d in decided.items()
+            if d.look == 3 and d.kind in (BETTER, WORSE, EQUIVALENT)}
+    assert at_3 == {"sharing-src-tgt": (BETTER, "+1.09", "0.13"), "prenorm-scalenorm-fixnorm": (WORSE, "−0.82", "0.13")}
+    assert {verdict_class(ablations[v]) for v in at_3} == {"undecided"}
+    assert PUBLISHED["prenorm-scalenorm-fixnorm"] == [("ablations", "prenorm-scalenorm-fixnorm", 1.1)]
+    equivalent = [v for v, c in ablations.items() if verdict_class(c) == "equivalent"]
+    assert len(equivalent) == 7 and "conv1d-ffn" in equivalent
+    assert all(decided[v].kind == "open" and decided[v].look == 3 for v in equivalent)
+    assert {f"{decided[v].equivalence_level:.2g}" for v in equivalent} == {"4.3e-05"}
+    ses = [decided[v].estimate.se for v in equivalent]
+    assert (f"{min(ses):.2f}", f"{max(ses):.2f}") == ("0.10", "0.13")
