@@ -234,6 +234,13 @@ def family_p(study) -> tuple[list, list]:
     return [c.result.p_value for c in tests], equivalences
 
 
+def resolved_decision(variant: str) -> tuple:
+    """`resolved/`'s decision on `variant` as prose quotes it: (kind, look, Δ signed to 2 places, se to 2 places,
+    seeds an arm), at the look that decided it, or the last look made while it is open."""
+    d = task("resolved", "multi30k-de-en").comparisons[variant].sequential
+    return d.kind, d.look, signed(d.estimate.difference), f"{d.estimate.se:.2f}", d.seeds
+
+
 @lru_cache(maxsize=None)
 def sequential_state(name: str):
     """A sequential study's looks and calls, from its committed records alone (zoo.report.sequential.read)."""

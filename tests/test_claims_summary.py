@@ -18,6 +18,7 @@ from claims import (
     numbers,
     records,
     report,
+    resolved_decision,
     results,
     said,
     sequential_state,
@@ -172,7 +173,7 @@ def test_what_to_use_for_embeddings():
         middle = effect("ablations", key, "sharing-src-tgt")
         assert signed(middle, 1) == "+0.9" and 0 < middle < effect("ablations", key, "sharing-none")
         assert verdicts("ablations", key)["sharing-src-tgt"] == "undecided"
-    _resolved_at("sharing-src-tgt", "better", "+1.09", "0.13", 3)
+    assert resolved_decision("sharing-src-tgt")[:4] == ("better", 3, "+1.09", "0.13")
 
 
 def test_what_to_use_for_the_embedding_scale():
@@ -219,15 +220,8 @@ def test_what_to_use_for_swiglu_and_the_scalenorm_stack():
     stack = task("ablations", "multi30k-de-en").comparisons["prenorm-scalenorm-fixnorm"]
     assert effect_text(stack) == "−0.77 [−1.36, −0.19]" and verdict_class(stack) == "undecided"
     assert verdict_class(at_8000["prenorm-scalenorm-fixnorm"]) == "equivalent"
-    _resolved_at("prenorm-scalenorm-fixnorm", "worse", "−0.82", "0.13", 3)
+    assert resolved_decision("prenorm-scalenorm-fixnorm")[:4] == ("worse", 3, "−0.82", "0.13")
 
-
-def _resolved_at(variant: str, kind: str, difference: str, se: str, look: int) -> None:
-    """`resolved/`'s decision on `variant` as a "What to use" line quotes it: final once made (a decided arm gets no
-    more seeds), at the look that made it."""
-    decision = task("resolved", "multi30k-de-en").comparisons[variant].sequential
-    assert (decision.kind, signed(decision.estimate.difference), f"{decision.estimate.se:.2f}", decision.look) == (
-        kind, difference, se, look)
 
 
 def test_what_to_use_to_start_from_a_writeup():
@@ -267,9 +261,8 @@ def test_the_literature_table_quotes_the_findings_and_the_reports():
     assert not sequential_state("resolved").finished
     for name, published, zoo_de, zoo_resolved, zoo_long, zoo_wide, _ in rows:
         variant = LITERATURE[name]
-        decision = resolved[variant].sequential
-        assert zoo_resolved == (f"{words(resolved[variant], short=True)}: {signed(decision.estimate.difference)} "
-                                f"(se {decision.estimate.se:.2f})"), name
+        _, _, difference, se, _ = resolved_decision(variant)
+        assert zoo_resolved == f"{words(resolved[variant], short=True)}: {difference} (se {se})", name
         assert (zoo_wide == "—") == (variant not in wide), name
         for cell, c in ((zoo_de, de[variant]), (zoo_long, long[variant]), (zoo_wide, wide.get(variant))):
             if c is None:
