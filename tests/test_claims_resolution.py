@@ -303,3 +303,39 @@ def test_the_resolved_sections_decisions_at_look_3():
     assert {f"{after_3[v].equivalence_level:.2g}" for v in equivalent} == {"4.3e-05"}
     ses = [after_3[v].estimate.se for v in equivalent]
     assert (f"{min(ses):.2f}", f"{max(ses):.2f}") == ("0.10", "0.13")
+
+
+def test_the_resolved_sections_decisions_at_look_4():
+    """What look 4 decided, from the looks' decisions as they stood after it (as at look 3)."""
+    said(REPORTS, "At look 4 (20 seeds an arm) the looks decided 7 of the 8 still open. The placebo, no label "
+                  "smoothing, the Annotated Transformer's LayerNorm, RMSNorm and QK-norm are equivalent within ±0.5 "
+                  "(standard errors 0.09–0.10 BLEU, each TOST p below 0.00039): so is every factor the ablations "
+                  "called equivalent within ±1 but pre-norm and SwiGLU. SwiGLU is better (+0.40, se 0.09), the "
+                  "published +0.40, an effect inside the ablations' ±1 margin, and learned positions worse (−0.43, "
+                  "se 0.11), which the ablations left undecided. Pre-norm (−0.22, se 0.09) is the one still open: "
+                  "round 5 is called for it and the baseline.")
+    ablations = task("ablations", "multi30k-de-en").comparisons
+    state = sequential_state("resolved")
+    (looks,) = state.tasks.values()
+    after_3 = decide(state.plan, looks.looks[:3], looks.names, looks.task.margin)
+    after_4 = decide(state.plan, looks.looks[:4], looks.names, looks.task.margin)
+    assert state.seeds(4) == tuple(range(20))
+    was_open = [v for v, d in after_3.items() if not d.decided]
+    at_4 = {v: d for v, d in after_4.items() if d.look == 4 and d.decided}
+    assert len(was_open) == 8 and len(at_4) == 7 and set(at_4) < set(was_open)
+    equivalent = {v for v, d in at_4.items() if d.kind == EQUIVALENT}
+    assert equivalent == {"conv1d-ffn", "no-label-smoothing", "layernorm-annotated", "rmsnorm", "qk-norm"}
+    ses = [at_4[v].estimate.se for v in equivalent]
+    assert (f"{min(ses):.2f}", f"{max(ses):.2f}") == ("0.09", "0.10")
+    assert {f"{at_4[v].equivalence_level:.2g}" for v in equivalent} == {"0.00039"}
+    called_equivalent = {v for v, c in ablations.items() if verdict_class(c) == "equivalent"}
+    assert called_equivalent - equivalent == {"pre-norm", "swiglu"}
+    quoted = {v: (at_4[v].kind, signed(at_4[v].estimate.difference), f"{at_4[v].estimate.se:.2f}")
+              for v in ("swiglu", "learned-positions")}
+    assert quoted == {"swiglu": (BETTER, "+0.40", "0.09"), "learned-positions": (WORSE, "−0.43", "0.11")}
+    assert PUBLISHED["swiglu"][0][2] == 0.4
+    assert verdict_class(ablations["learned-positions"]) == "undecided"
+    (still,) = [v for v, d in after_4.items() if not d.decided]
+    assert still == "pre-norm" and (signed(after_4[still].estimate.difference),
+                                    f"{after_4[still].estimate.se:.2f}") == ("−0.22", "0.09")
+    assert looks.rounds == {v: 5 if v in ("baseline", "pre-norm") else looks.rounds[v] for v in looks.rounds}
