@@ -278,6 +278,13 @@ def test_the_resolved_sections_standard_errors_at_look_2():
     assert 0.4 < pd.Series(at_2).median() / pd.Series(ablations).median() < 0.6
 
 
+def after_look(k: int) -> dict:
+    """resolved's decisions as they stood after look k: a test of what look k decided stays true at later looks."""
+    state = sequential_state("resolved")
+    (looks,) = state.tasks.values()
+    return decide(state.plan, looks.looks[:k], looks.names, looks.task.margin)
+
+
 def test_the_resolved_sections_decisions_at_look_3():
     """What look 3 decided against the ablations' ±1 verdicts, from the looks' decisions as they stood after it
     (the rule: the sequential Holm procedure and the TOST at the spent levels, zoo/stats/stopping.py)."""
@@ -288,9 +295,7 @@ def test_the_resolved_sections_decisions_at_look_3():
                   "look 3: an equivalence within ±0.5 needed its TOST p below 4.3e-05 there, and their standard "
                   "errors were 0.10–0.13 BLEU.")
     ablations = task("ablations", "multi30k-de-en").comparisons
-    state = sequential_state("resolved")
-    (looks,) = state.tasks.values()
-    after_3 = decide(state.plan, looks.looks[:3], looks.names, looks.task.margin)
+    after_3 = after_look(3)
     at_3 = {v: d for v, d in after_3.items() if d.look == 3 and d.decided}
     assert {v: (signed(d.estimate.difference), f"{d.estimate.se:.2f}") for v, d in at_3.items()} == {
         "sharing-src-tgt": ("+1.09", "0.13"), "prenorm-scalenorm-fixnorm": ("−0.82", "0.13")}
@@ -317,8 +322,7 @@ def test_the_resolved_sections_decisions_at_look_4():
     ablations = task("ablations", "multi30k-de-en").comparisons
     state = sequential_state("resolved")
     (looks,) = state.tasks.values()
-    after_3 = decide(state.plan, looks.looks[:3], looks.names, looks.task.margin)
-    after_4 = decide(state.plan, looks.looks[:4], looks.names, looks.task.margin)
+    after_3, after_4 = after_look(3), after_look(4)
     assert state.seeds(4) == tuple(range(20))
     was_open = [v for v, d in after_3.items() if not d.decided]
     at_4 = {v: d for v, d in after_4.items() if d.look == 4 and d.decided}
